@@ -186,6 +186,20 @@ def register_adapter(predicate, factory, *, first=True):
 register_adapter(_is_linear_model, lambda est: LinearModelAdapter(), first=False)
 
 
+def _is_skorch_net(estimator):
+    return type(estimator).__module__.split(".")[0] == "skorch"
+
+
+def _skorch_adapter(estimator):
+    # Imported lazily: skmip.nn is the optional torch leaf, never imported by the root.
+    from skmip.nn.params import SkorchAdapter
+
+    return SkorchAdapter()
+
+
+register_adapter(_is_skorch_net, _skorch_adapter, first=False)
+
+
 def get_adapter(estimator, params="auto") -> ParamAdapter:
     """Resolve the ``params`` option of an skmip estimator to a :class:`ParamAdapter`.
 

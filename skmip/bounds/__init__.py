@@ -1,0 +1,13 @@
+"""Every closed-form result of the papers skmip implements, as vectorised functions.
+
+Pure math: numbers and arrays in, numbers and arrays out (numpy/scipy only). Each function
+cites its theorem and equation; this package is the single source of every formula the
+estimators and the scorer use. One submodule per paper or idea:
+
+- :mod:`skmip.bounds.mip` — Izzo et al. (MIP noise constant, DP <-> MIP, TPR bound).
+"""
+
+from .mip import *  # noqa: F401,F403
+from .mip import __all__ as _mip_all
+
+__all__ = list(_mip_all)
