@@ -1,0 +1,470 @@
+"""MIPNoiseWrapper: eta-membership-inference privacy for any estimator, by noise.
+
+Izzo et al., Algorithm 1 with the noise of Corollary 10 (``method="moments"``).
+"""
+
+from __future__ import annotations
+
+import copy
+import numbers
+
+import numpy as np
+from numpy.typing import ArrayLike
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
+from sklearn.utils import _safe_indexing, get_tags
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from skmip._random import draw_seed, fix_inner_random_state, resolve_rng
+from skmip._validation import check_int, check_interval, check_option
+from skmip.bounds import mip_noise_constant
+from skmip.exceptions import check_privacy_seed
+from skmip.params import get_adapter
+
+__all__ = ["MIPNoiseWrapper", "mip_noise_path"]
+
+_OWNER = "MIPNoiseWrapper"
+
+
+def _estimator_has(attr):
+    """Delegate only when the wrapped estimator has ``attr`` (so ``hasattr`` tells the truth)."""
+
+    def check(self):
+        if hasattr(self, "estimator_"):
+            return hasattr(self.estimator_, attr)
+        return hasattr(self.estimator, attr)
+
+    return check
+
+
+class MIPNoiseWrapper(MetaEstimatorMixin, BaseEstimator):
+    """Make any estimator with continuous fitted parameters eta-membership-inference private.
+
+    ``fit`` draws a random training subset ``D_train`` of the data ``D`` it is given,
+    measures how much the fitted parameters vary over random subsets, fits the estimator on
+    ``D_train`` and adds noise scaled to that variability. The released model
+    (``estimator_``) then satisfies: an attacker holding any record of ``D`` cannot tell
+    whether it was in ``D_train`` with accuracy above ``1/2 + eta`` (Definition 1).
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        The learner to privatise. Its fitted parameters must be continuous and readable by
+        a parameter adapter (:mod:`skmip.params`). It must be deterministic given its
+        data: a ``random_state`` parameter that is not an integer is set to one integer
+        drawn once per ``fit`` and shared by every split fit and the final fit.
+    eta : float, default=0.1
+        Promised bound on the attacker's accuracy advantage over 1/2, in (0, 0.5].
+    moment : float, default=2
+        Order M >= 2 of the central moment that measures the parameters' spread
+        (Corollary 10). Larger M needs less noise (the constant is
+        ``(6.16/eta)**(1 + 2/M)``) but a heavier-tailed estimate of the spread.
+    n_splits : int, default=128
+        Number of random subsets B over which the spread ``sigma_`` is estimated (>= 2).
+    train_size : float, default=0.5
+        Fraction of the rows of ``D`` drawn uniformly at random into ``D_train``
+        (``k = round(train_size * n)``). ``1.0`` means the caller already drew the data it
+        passes at random from a larger dataset (as the membership game does): all rows are
+        used and the spread is measured over halves of them (Algorithm 1).
+    radius : {"gamma", "laplace"}, default="gamma"
+        Law of the noise radius. ``"gamma"`` gives exactly the density
+        ``exp(-||x||_{sigma,M} / c)`` that Theorem 9 assumes; ``"laplace"`` is Corollary 10
+        / Algorithm 1 as printed, which does not have that density for d > 1 and is kept
+        only to reproduce the paper (it emits a :class:`~skmip.exceptions.PrivacyWarning`).
+    sigma_from : {"dataset", "train"}, default="dataset"
+        Where the spread is measured. ``"dataset"``: over random subsets of ``D`` of the
+        size of ``D_train`` -- exactly the law of the fitted parameters that Theorem 9's
+        moment bound is about, and a function of ``D`` only, so the noise law does not
+        depend on which rows were drawn. ``"train"``: over random halves of ``D_train``, as
+        Algorithm 1 prints it. With ``train_size=1.0`` both mean halves of the given data.
+    params : "auto", list of str or ParamAdapter, default="auto"
+        Which fitted parameters are noised; see :func:`skmip.params.get_adapter`.
+    random_state : None, int, numpy Generator or RandomState, default=None
+        Source of every random draw (subsets, inner seed, noise). ``None`` draws fresh OS
+        entropy, the only setting under which the noise is secret; a fixed value makes
+        results reproducible and emits a :class:`~skmip.exceptions.PrivacyWarning`.
+    n_jobs : int, default=None
+        Parallel split fits through joblib (``None`` means 1 unless in a joblib context).
+    verbose : int, default=0
+        Print progress when > 0.
+
+    Attributes
+    ----------
+    estimator_ : estimator
+        The releasable model: a fitted clone of ``estimator`` holding only noised,
+        projected parameters, with training diagnostics removed.
+    sigma_ : ndarray of shape (d,)
+        Per-coordinate spread of the parameters (M-th root of the M-th central moment).
+        It is computed from the private data and is *not* covered by the guarantee:
+        publish ``estimator_`` only.
+    noise_constant_ : float
+        ``c = (6.16/eta)**(1 + 2/M)`` (Corollary 10).
+    n_train_ : int
+        Number of rows in ``D_train``.
+    mip_bound_ : float
+        The promised eta: any attacker's membership accuracy is at most ``1/2 + mip_bound_``.
+    classes_ : ndarray
+        Class labels (classifiers only).
+    n_features_in_ : int
+        Number of features seen during ``fit``.
+
+    Notes
+    -----
+    Algorithm 1 and Corollary 10 of Izzo et al.: with
+    ``||x||_{sigma,M} = (sum_i |x_i|^M / (d sigma_i^M))^(1/M)`` and ``sigma_i`` bounding the
+    M-th central moment of coordinate i, noise with density ``exp(-||x||_{sigma,M}/c)``
+    makes ``theta + X`` eta-MIP (Theorem 9). Two departures from the printed algorithm,
+    each provably right where the print is not, with the printed variant kept:
+
+    * the radius is Gamma(d, c) (``radius="gamma"``), not Laplace(c); see
+      :func:`skmip.mechanisms.sample_mip_noise`;
+    * by default sigma is measured over subsets of D of the training size
+      (``sigma_from="dataset"``), which is the moment Theorem 9 bounds; Algorithm 1
+      measures it over halves of D_train (``sigma_from="train"``), i.e. at half the
+      training size and as a function of D_train itself.
+
+    sigma is estimated, not known: the guarantee holds to the extent the estimate bounds
+    the true moment (Algorithm 1 makes the same assumption). The noise is large -- see
+    the docs page "How much noise MIP really needs".
+
+    References
+    ----------
+    Izzo et al., "Provable Membership Inference Privacy": Definition 1, Theorem 3
+    (post-processing), Theorem 9, Corollary 10, Algorithm 1.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from skmip import MIPNoiseWrapper
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = (X - X.mean(0)) / X.std(0)
+    >>> private = MIPNoiseWrapper(LogisticRegression(C=0.1), eta=0.4, n_splits=8).fit(X, y)
+    >>> private.mip_bound_
+    0.4
+    """
+
+    def __init__(
+        self,
+        estimator,
+        *,
+        eta: float = 0.1,
+        moment: float = 2,
+        n_splits: int = 128,
+        train_size: float = 0.5,
+        radius: str = "gamma",
+        sigma_from: str = "dataset",
+        params="auto",
+        random_state=None,
+        n_jobs: int | None = None,
+        verbose: int = 0,
+    ):
+        self.estimator = estimator
+        self.eta = eta
+        self.moment = moment
+        self.n_splits = n_splits
+        self.train_size = train_size
+        self.radius = radius
+        self.sigma_from = sigma_from
+        self.params = params
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ validation
+    def _validate_hyperparameters(self):
+        check_interval(
+            _OWNER, "eta", self.eta, 0, 0.5, closed="right",
+            why="eta is the attacker's accuracy advantage over 1/2, so values above 0.5 "
+            "promise nothing and 0 would need infinite noise.",
+        )
+        check_interval(
+            _OWNER, "moment", self.moment, 2, None,
+            why="Corollary 10 needs M >= 2; use moment=2 (variance) if unsure.",
+        )
+        check_int(
+            _OWNER, "n_splits", self.n_splits, 2, None,
+            why="sigma is a spread over random subsets and needs at least 2 of them; "
+            "the paper uses 128.",
+        )
+        check_interval(
+            _OWNER, "train_size", self.train_size, 0, 1, closed="right",
+            why="it is the fraction of rows drawn into D_train; use 0.5 for Definition 1 "
+            "with k = n/2, or 1.0 if your data already is the random training half.",
+        )
+        check_option(_OWNER, "radius", self.radius, ("gamma", "laplace"))
+        check_option(_OWNER, "sigma_from", self.sigma_from, ("dataset", "train"))
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, X: ArrayLike, y: ArrayLike | None = None, **fit_params):
+        """Fit the estimator on a random subset of ``X`` and release it with MIP noise.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The dataset D. With ``train_size < 1`` a random ``D_train`` is drawn from it.
+        y : array-like of shape (n_samples,), default=None
+            Targets, for supervised estimators.
+        **fit_params : dict
+            Passed to every ``fit`` of the wrapped estimator.
+
+        Returns
+        -------
+        self : MIPNoiseWrapper
+            The fitted wrapper.
+
+        Raises
+        ------
+        ValueError
+            For an invalid hyper-parameter, NaN/inf in X, too few rows, a class missing
+            from a subset, or parameter shapes that differ between subsets.
+        TypeError
+            If no parameter adapter understands the estimator.
+        """
+        (fitted,) = _fit_path(self, X, y, [self.eta], fit_params)
+        # Only now, with everything computed, replace any previous fitted state.
+        for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
+            delattr(self, name)
+        self.__dict__.update(fitted)
+        return self
+
+    # ------------------------------------------------------------------ delegation
+    @available_if(_estimator_has("predict"))
+    def predict(self, X):
+        """Predict with the noised estimator."""
+        check_is_fitted(self)
+        return self.estimator_.predict(X)
+
+    @available_if(_estimator_has("predict_proba"))
+    def predict_proba(self, X):
+        """Class probabilities of the noised estimator."""
+        check_is_fitted(self)
+        return self.estimator_.predict_proba(X)
+
+    @available_if(_estimator_has("predict_log_proba"))
+    def predict_log_proba(self, X):
+        """Log class probabilities of the noised estimator."""
+        check_is_fitted(self)
+        return self.estimator_.predict_log_proba(X)
+
+    @available_if(_estimator_has("decision_function"))
+    def decision_function(self, X):
+        """Decision function of the noised estimator."""
+        check_is_fitted(self)
+        return self.estimator_.decision_function(X)
+
+    @available_if(_estimator_has("transform"))
+    def transform(self, X):
+        """Transform with the noised estimator."""
+        check_is_fitted(self)
+        return self.estimator_.transform(X)
+
+    @available_if(_estimator_has("score"))
+    def score(self, X, y=None, **kwargs):
+        """The noised estimator's own ``score``."""
+        check_is_fitted(self)
+        if y is None:
+            return self.estimator_.score(X, **kwargs)
+        return self.estimator_.score(X, y, **kwargs)
+
+    @available_if(_estimator_has("score_samples"))
+    def score_samples(self, X):
+        """Per-sample scores (e.g. log-likelihoods) of the noised estimator."""
+        check_is_fitted(self)
+        return self.estimator_.score_samples(X)
+
+    @available_if(_estimator_has("sample"))
+    def sample(self, *args, **kwargs):
+        """Draw samples from the noised generative model (post-processing keeps MIP)."""
+        check_is_fitted(self)
+        return self.estimator_.sample(*args, **kwargs)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        inner = get_tags(self.estimator)
+        tags.estimator_type = inner.estimator_type
+        tags.classifier_tags = copy.deepcopy(inner.classifier_tags)
+        tags.regressor_tags = copy.deepcopy(inner.regressor_tags)
+        tags.transformer_tags = copy.deepcopy(inner.transformer_tags)
+        tags.target_tags.required = inner.target_tags.required
+        tags.input_tags.sparse = inner.input_tags.sparse
+        tags.input_tags.allow_nan = False
+        # Fresh noise on every fit unless random_state is fixed.
+        tags.non_deterministic = True
+        return tags
+
+
+def _log(wrapper, message):
+    if wrapper.verbose:
+        print(f"[{_OWNER}] {message}", flush=True)
+
+
+def _fit_path(wrapper, X, y, etas, fit_params):
+    """Fit once, noise once per eta: the shared body of ``fit`` and :func:`mip_noise_path`.
+
+    Returns a list of attribute dicts (one per eta) so that the caller assigns fitted state
+    only after everything succeeded: nothing is left half-fitted.
+    """
+    from skmip.mechanisms import sample_mip_noise
+    from skmip.moments import estimate_sigma
+
+    wrapper._validate_hyperparameters()
+    for eta in etas:
+        check_interval(
+            _OWNER, "eta", eta, 0, 0.5, closed="right",
+            why="eta is the attacker's accuracy advantage over 1/2.",
+        )
+    inner_tags = get_tags(wrapper.estimator)
+    supervised = inner_tags.target_tags.required or y is not None
+    # Validate on a shallow copy: validate_data records n_features_in_ on the object it is
+    # given, and nothing may be recorded on the wrapper before the whole fit succeeded.
+    probe = copy.copy(wrapper)
+    if supervised:
+        X, y = validate_data(
+            probe, X, y, reset=True, accept_sparse=inner_tags.input_tags.sparse,
+            ensure_all_finite=True, dtype=None, multi_output=True,
+        )
+    else:
+        X = validate_data(
+            probe, X, reset=True, accept_sparse=inner_tags.input_tags.sparse,
+            ensure_all_finite=True, dtype=None,
+        )
+    if X.dtype == object:
+        raise ValueError(
+            f"{_OWNER}: X must be numeric; got an array of dtype object. Encode categorical "
+            "features first (e.g. with OneHotEncoder in a Pipeline)."
+        )
+    n = X.shape[0]
+    n_train = n if wrapper.train_size == 1.0 else int(round(wrapper.train_size * n))
+    min_rows = 4
+    if n_train < min_rows:
+        raise ValueError(
+            f"{_OWNER}: D_train would have {n_train} row(s) (train_size={wrapper.train_size} "
+            f"of n={n}); sigma is measured over half-subsets and needs at least {min_rows} "
+            "training rows. Pass more data or a larger train_size."
+        )
+
+    check_privacy_seed(_OWNER, wrapper.random_state)
+    rng = resolve_rng(wrapper.random_state)
+    inner_seed = draw_seed(rng)
+    train_rows = np.sort(rng.choice(n, size=n_train, replace=False)) if n_train < n else None
+    sigma_seed = draw_seed(rng)
+    noise_rngs = [np.random.default_rng(draw_seed(rng)) for _ in etas]
+
+    estimator = fix_inner_random_state(clone(wrapper.estimator), inner_seed)
+    adapter = get_adapter(estimator, wrapper.params)
+
+    X_train = X if train_rows is None else _safe_indexing(X, train_rows)
+    y_train = None if y is None else (y if train_rows is None else _safe_indexing(y, train_rows))
+    classes = None
+    if is_classifier(wrapper):
+        classes = np.unique(y)
+        missing = np.setdiff1d(classes, np.unique(y_train))
+        if missing.size:
+            raise ValueError(
+                f"{_OWNER}: the random D_train of {n_train} rows misses class(es) "
+                f"{missing.tolist()}, so the released model could not predict them. Pass more "
+                "rows of each class or a larger train_size."
+            )
+
+    # sigma: over subsets of D of the training size (Theorem 9's law) or halves of D_train.
+    if wrapper.sigma_from == "dataset" and train_rows is not None:
+        sigma_X, sigma_y, split_size = X, y, n_train
+    else:
+        sigma_X, sigma_y, split_size = X_train, y_train, n_train // 2
+    _log(wrapper, f"estimating sigma over {wrapper.n_splits} subsets of {split_size} rows")
+    sigma = estimate_sigma(
+        estimator, sigma_X, sigma_y, n_splits=wrapper.n_splits, moment=wrapper.moment,
+        params=adapter, split_size=split_size, random_state=sigma_seed,
+        n_jobs=wrapper.n_jobs, verbose=max(0, wrapper.verbose - 1), fit_params=fit_params,
+    )
+
+    _log(wrapper, f"fitting the estimator on D_train ({n_train} rows)")
+    base = clone(estimator)
+    base.fit(X_train, y_train, **fit_params) if y_train is not None else base.fit(X_train, **fit_params)
+    adapter.canonicalize(base)
+    theta = adapter.get_vector(base)
+    if theta.shape != sigma.shape:
+        raise ValueError(
+            f"{_OWNER}: the model fitted on D_train has {theta.size} parameters but the split "
+            f"fits had {sigma.size}. The parameterisation must not depend on the data; pass "
+            "params=[...] naming fixed-size attributes."
+        )
+
+    results = []
+    for i, (eta, noise_rng) in enumerate(zip(etas, noise_rngs)):
+        noise = sample_mip_noise(
+            sigma, eta=eta, moment=wrapper.moment, radius=wrapper.radius, random_state=noise_rng
+        )
+        released = base if i == len(etas) - 1 else copy.deepcopy(base)
+        adapter.set_vector(released, theta + noise)
+        adapter.project(released)
+        adapter.scrub(released)
+        attrs = {
+            "estimator_": released,
+            "sigma_": sigma,
+            "noise_constant_": float(mip_noise_constant(eta, wrapper.moment)),
+            "n_train_": n_train,
+            "mip_bound_": float(eta),
+            "n_features_in_": probe.n_features_in_,
+        }
+        if hasattr(probe, "feature_names_in_"):
+            attrs["feature_names_in_"] = probe.feature_names_in_
+        if classes is not None:
+            attrs["classes_"] = getattr(released, "classes_", classes)
+        results.append(attrs)
+    # The un-noised vector must not outlive this call.
+    del theta
+    return results
+
+
+def mip_noise_path(estimator, X, y=None, *, etas, fit_params=None, **wrapper_params):
+    """Fitted :class:`MIPNoiseWrapper` objects for many eta, sharing one sigma estimation.
+
+    The spread estimation and the fit on ``D_train`` are done once; each eta gets its own
+    independent noise draw. Use it for privacy-utility curves.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        The learner to privatise.
+    X, y : array-like
+        The dataset D (and targets).
+    etas : sequence of float
+        MIP levels, each in (0, 0.5].
+    fit_params : dict, default=None
+        Passed to every ``fit`` of the estimator.
+    **wrapper_params
+        Any other :class:`MIPNoiseWrapper` parameter (``moment``, ``n_splits``,
+        ``random_state``, ...).
+
+    Returns
+    -------
+    list of MIPNoiseWrapper
+        ``wrappers[i]`` is fitted with ``eta=etas[i]``.
+
+    Notes
+    -----
+    All wrappers share one ``D_train``. Releasing several of them is releasing several
+    noisy views of one model: their guarantees do not hold jointly. Publish one.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> path = mip_noise_path(LogisticRegression(), X / X.std(0), y, etas=[0.1, 0.5], n_splits=4)
+    >>> [w.mip_bound_ for w in path]
+    [0.1, 0.5]
+    """
+    etas = list(etas)
+    if not etas:
+        raise ValueError("mip_noise_path: etas must contain at least one value in (0, 0.5].")
+    template = MIPNoiseWrapper(estimator, **wrapper_params)
+    fitted = _fit_path(template, X, y, etas, fit_params or {})
+    wrappers = []
+    for eta, attrs in zip(etas, fitted):
+        w = clone(template).set_params(eta=eta)
+        w.__dict__.update(attrs)
+        wrappers.append(w)
+    return wrappers
