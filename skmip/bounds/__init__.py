@@ -5,9 +5,14 @@ cites its theorem and equation; this package is the single source of every formu
 estimators and the scorer use. One submodule per paper or idea:
 
 - :mod:`skmip.bounds.mip` — Izzo et al. (MIP noise constant, DP <-> MIP, TPR bound).
+- :mod:`skmip.bounds.subsampling` — Thudi et al. (MI positive accuracy under subsampling + DP, unlearning).
 """
 
 from .mip import *  # noqa: F401,F403
 from .mip import __all__ as _mip_all
 
 __all__ = list(_mip_all)
+
+from .subsampling import *  # noqa: E402,F401,F403
+from .subsampling import __all__ as _subsampling_all  # noqa: E402
+__all__ += list(_subsampling_all)
