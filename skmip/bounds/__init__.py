@@ -16,3 +16,6 @@ __all__ = list(_mip_all)
 from .subsampling import *  # noqa: E402,F401,F403
 from .subsampling import __all__ as _subsampling_all  # noqa: E402
 __all__ += list(_subsampling_all)
+from .gmip import *  # noqa: E402,F401,F403
+from .gmip import __all__ as _gmip_all  # noqa: E402
+__all__ += list(_gmip_all)
