@@ -1,0 +1,48 @@
+"""Neural networks with skorch: the optional torch leaf of skmip.
+
+Nothing outside this package imports torch, skorch or opacus; importing it without them
+raises an :class:`ImportError` that names the extra to install.
+
+Contents
+--------
+- :class:`NeuralNetClassifier`, :class:`NeuralNetRegressor` — skorch nets with a
+  ``random_state`` that seeds module initialisation and data order without touching the
+  caller's global torch RNG (:mod:`skmip.nn.seeding`).
+- :class:`MLPModule` — a small fully connected torch module for tabular data.
+- :class:`SkorchAdapter` — fitted net <-> flat parameter vector, for
+  :class:`skmip.wrappers.MIPNoiseWrapper` and the audits (:mod:`skmip.nn.params`).
+- :func:`fit_ensemble` — many copies of one net trained in one batched ``torch.func.vmap``
+  run (:mod:`skmip.nn.ensemble`).
+- :func:`per_sample_gradients` — per-example gradients with ``torch.func``
+  (:mod:`skmip.nn.grads`).
+- :class:`DPNeuralNetClassifier`, :class:`DPSGDLogisticRegression` — DP-SGD with Opacus,
+  Poisson sampling and an RDP/PRV accountant; ``privacy="gmip"`` calibrates the noise to
+  mu-GMIP (Leemann et al.) instead (:mod:`skmip.nn.dpsgd`).
+"""
+
+from __future__ import annotations
+
+_MISSING = []
+for _name in ("torch", "skorch", "opacus"):
+    try:
+        __import__(_name)
+    except ImportError:  # pragma: no cover - exercised only without the extra
+        _MISSING.append(_name)
+if _MISSING:  # pragma: no cover
+    raise ImportError(
+        f"skmip.nn needs {', '.join(_MISSING)}, which is not installed. Install the optional "
+        'extra with: pip install "skmip[torch]"'
+    )
+del _MISSING, _name
+
+from .modules import MLPModule  # noqa: E402
+from .params import SkorchAdapter  # noqa: E402
+from .seeding import NeuralNetClassifier, NeuralNetRegressor, SeededNetMixin  # noqa: E402
+
+__all__ = [
+    "MLPModule",
+    "NeuralNetClassifier",
+    "NeuralNetRegressor",
+    "SeededNetMixin",
+    "SkorchAdapter",
+]

@@ -1,0 +1,278 @@
+"""A seeding story for skorch: ``random_state`` without the caller's global torch RNG.
+
+skorch has no ``random_state``: a module draws its initial weights, a ``DataLoader`` with
+``shuffle=True`` its order and dropout its masks from torch's *global* generator. skmip
+needs more. :class:`skmip.wrappers.MIPNoiseWrapper` measures the spread of the fitted
+parameters over many half-split fits and calibrates noise to it (Izzo et al., Algorithm 1);
+if each fit started from a different random initialisation, that spread would measure
+the initialisation, not the data. So every split fit and the final fit must start from
+the same initial weights and see their rows in an order fixed by the seed.
+
+:class:`SeededNetMixin` gives a skorch net a ``random_state`` parameter:
+
+- **module initialisation and dropout** draw from torch's global generator (torch offers
+  no other way: ``nn.Linear.reset_parameters`` takes no generator). The mixin therefore
+  runs ``fit``/``partial_fit`` inside ``torch.random.fork_rng`` seeded with a seed drawn
+  from ``random_state``: the global state (CPU and every CUDA device) is saved on entry
+  and restored on exit, so the caller's stream is exactly as it was. ``fork_rng`` is not
+  thread-safe: do not fit two nets concurrently in *threads* of one process (joblib's
+  default process-based backend is fine).
+- **data order** comes from a local ``torch.Generator`` seeded with a second seed: when
+  ``iterator_train__shuffle=True`` the mixin replaces skorch's ``RandomSampler`` by
+  :class:`EpochPermutationSampler`, one ``torch.randperm`` per epoch from that generator.
+  :func:`skmip.nn.fit_ensemble` reproduces the same permutations.
+
+Seeds per call: an integer ``random_state`` gives the seeds ``SeedSequence([random_state,
+k])`` where ``k`` is the number of epochs already trained (0 for ``fit``), so ``fit`` is
+reproducible and successive ``partial_fit`` calls do not repeat one order; ``None`` gives
+fresh OS entropy; a ``RandomState`` instance is drawn from (and advanced), as in
+scikit-learn.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import numbers
+
+import numpy as np
+import skorch
+import torch
+from sklearn.utils import check_random_state
+
+__all__ = [
+    "SeededNetMixin",
+    "NeuralNetClassifier",
+    "NeuralNetRegressor",
+    "EpochPermutationSampler",
+    "fit_seeds",
+    "seeded_torch",
+]
+
+
+def fit_seeds(random_state, offset: int = 0) -> tuple[int, int]:
+    """The two seeds (module/dropout, data order) a seeded net uses for one training call.
+
+    Parameters
+    ----------
+    random_state : None, int or numpy.random.RandomState
+        The net's ``random_state``.
+    offset : int, default=0
+        Number of epochs already trained (0 for a fresh ``fit``).
+
+    Returns
+    -------
+    init_seed, data_seed : int
+        Seeds for ``torch.manual_seed`` inside :func:`seeded_torch` and for the data-order
+        generator.
+
+    Examples
+    --------
+    >>> fit_seeds(0) == fit_seeds(0)
+    True
+    >>> fit_seeds(0) == fit_seeds(0, offset=5)
+    False
+    """
+    if random_state is None:
+        seq = np.random.SeedSequence()
+    elif isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        seq = np.random.SeedSequence([int(random_state), int(offset)])
+    else:
+        rng = check_random_state(random_state)
+        seq = np.random.SeedSequence(rng.randint(0, 2**32 - 1, size=4, dtype=np.uint64).tolist())
+    init_seed, data_seed = (int(s) for s in seq.generate_state(2, dtype=np.uint32))
+    return init_seed, data_seed
+
+
+@contextlib.contextmanager
+def seeded_torch(seed: int):
+    """Seed torch's global generators for the duration of a block, then restore them.
+
+    The CPU generator and the generator of every visible CUDA device are saved on entry,
+    seeded with ``seed``, and restored on exit (``torch.random.fork_rng``): code outside
+    the block sees the global stream exactly as it left it. Not thread-safe.
+
+    Examples
+    --------
+    >>> before = torch.get_rng_state()
+    >>> with seeded_torch(1):
+    ...     a = torch.rand(2)
+    >>> with seeded_torch(1):
+    ...     b = torch.rand(2)
+    >>> bool(torch.equal(a, b)), bool(torch.equal(before, torch.get_rng_state()))
+    (True, True)
+    """
+    devices = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(int(seed))
+        yield
+
+
+class EpochPermutationSampler(torch.utils.data.Sampler):
+    """Yield a fresh random permutation of ``range(n)`` each epoch from a local generator.
+
+    Parameters
+    ----------
+    n : int
+        Number of rows.
+    generator : torch.Generator
+        Local generator, advanced by one ``torch.randperm(n)`` per epoch.
+    """
+
+    def __init__(self, n: int, generator: torch.Generator):
+        self.n = int(n)
+        self.generator = generator
+
+    def __iter__(self):
+        return iter(torch.randperm(self.n, generator=self.generator).tolist())
+
+    def __len__(self):
+        return self.n
+
+
+def _as_float32(X):
+    # skorch hands float64 numpy arrays to the module as float64 tensors, which clash with
+    # float32 weights; scikit-learn data is float64, so cast here once.
+    if isinstance(X, np.ndarray) and X.dtype == np.float64:
+        return X.astype(np.float32)
+    return X
+
+
+class SeededNetMixin:
+    """Give a skorch net a ``random_state`` (see the module docstring for the mechanism).
+
+    Mix in *before* the skorch class: ``class Net(SeededNetMixin, skorch.NeuralNet)``.
+    The subclass's ``__init__`` must store ``random_state``. Also casts float64 numpy
+    inputs to float32, so scikit-learn datasets work as they are.
+    """
+
+    # Training-time state lives in an attribute ending in "_": skorch treats every other
+    # instance attribute as a constructor parameter (clone would pass it back).
+    _data_generator_ = None
+
+    def _training_offset(self, resets):
+        if resets or not getattr(self, "initialized_", False):
+            return 0
+        return len(self.history_) if getattr(self, "history_", None) is not None else 0
+
+    @contextlib.contextmanager
+    def _seed_scope(self, resets):
+        if self._data_generator_ is not None:  # fit -> partial_fit: one scope per public call
+            yield
+            return
+        init_seed, data_seed = fit_seeds(self.random_state, self._training_offset(resets))
+        self._data_generator_ = torch.Generator().manual_seed(data_seed)
+        try:
+            with seeded_torch(init_seed):
+                yield
+        finally:
+            del self._data_generator_
+
+    def fit(self, X, y=None, **fit_params):
+        """Initialise (unless ``warm_start``) and train, seeded by ``random_state``."""
+        resets = not self.warm_start or not getattr(self, "initialized_", False)
+        with self._seed_scope(resets):
+            return super().fit(X, y, **fit_params)
+
+    def partial_fit(self, X, y=None, classes=None, **fit_params):
+        """Continue training, seeded by ``random_state`` and the epochs already run."""
+        with self._seed_scope(False):
+            return super().partial_fit(X, y, classes=classes, **fit_params)
+
+    def get_dataset(self, X, y=None):
+        return super().get_dataset(_as_float32(X), y)
+
+    def get_iterator(self, dataset, training=False):
+        if not training or self._data_generator_ is None:
+            return super().get_iterator(dataset, training=training)
+        kwargs = self.get_params_for("iterator_train")
+        if kwargs.pop("shuffle", False) and "sampler" not in kwargs and "batch_sampler" not in kwargs:
+            kwargs["sampler"] = EpochPermutationSampler(len(dataset), self._data_generator_)
+        # A DataLoader draws a base seed for its workers from its generator, or from the
+        # global one when it has none: give it the local one.
+        kwargs.setdefault("generator", self._data_generator_)
+        if "batch_size" not in kwargs:
+            kwargs["batch_size"] = self.batch_size
+        if kwargs["batch_size"] == -1:
+            kwargs["batch_size"] = len(dataset)
+        return self.iterator_train(dataset, **kwargs)
+
+
+class NeuralNetClassifier(SeededNetMixin, skorch.NeuralNetClassifier):
+    """skorch's ``NeuralNetClassifier`` with a ``random_state``.
+
+    Parameters
+    ----------
+    module : torch.nn.Module class or instance
+        As in skorch; route its arguments with ``module__name=value``.
+    random_state : None, int or numpy.random.RandomState, default=None
+        Seeds module initialisation, dropout and (with ``iterator_train__shuffle=True``)
+        the data order, without touching the caller's global torch RNG. Fix it (or let
+        :class:`skmip.wrappers.MIPNoiseWrapper` fix it) so that repeated fits on the same
+        data give the same parameters.
+    criterion : torch loss class, default=torch.nn.CrossEntropyLoss
+        skorch defaults to ``NLLLoss`` on probabilities; skmip's modules return logits.
+    train_split : callable or None, default=None
+        skorch defaults to a 5-fold validation split. skmip defaults to ``None``: every
+        row given to ``fit`` is trained on, and no validation scores on held-out private
+        rows are computed (the release would drop them anyway).
+    **kwargs
+        Every other skorch argument (``lr``, ``max_epochs``, ``batch_size``,
+        ``optimizer``, ``iterator_train__shuffle``, ``device``, ...).
+
+    Notes
+    -----
+    Determinism holds for a fixed ``random_state``, device and torch build. On CUDA,
+    some kernels are nondeterministic unless ``torch.use_deterministic_algorithms(True)``
+    is set by the caller (a global switch skmip leaves alone).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from skmip.nn import MLPModule
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> def make():
+    ...     return NeuralNetClassifier(MLPModule, module__n_features=30, max_epochs=3,
+    ...                                lr=0.1, random_state=0, verbose=0,
+    ...                                iterator_train__shuffle=True).fit(X, y)
+    >>> a, b = make(), make()
+    >>> bool(torch.equal(a.module_.output.weight, b.module_.output.weight))
+    True
+    """
+
+    def __init__(
+        self,
+        module,
+        *args,
+        random_state=None,
+        criterion=torch.nn.CrossEntropyLoss,
+        train_split=None,
+        **kwargs,
+    ):
+        super().__init__(module, *args, criterion=criterion, train_split=train_split, **kwargs)
+        self.random_state = random_state
+
+
+class NeuralNetRegressor(SeededNetMixin, skorch.NeuralNetRegressor):
+    """skorch's ``NeuralNetRegressor`` with a ``random_state``.
+
+    Parameters
+    ----------
+    module : torch.nn.Module class or instance
+        As in skorch.
+    random_state : None, int or numpy.random.RandomState, default=None
+        As in :class:`NeuralNetClassifier`.
+    train_split : callable or None, default=None
+        As in :class:`NeuralNetClassifier` (skorch's default is a validation split).
+    **kwargs
+        Every other skorch argument.
+
+    Notes
+    -----
+    Targets must be 2-D float32 arrays, as in skorch; float64 inputs ``X`` are cast.
+    """
+
+    def __init__(self, module, *args, random_state=None, train_split=None, **kwargs):
+        super().__init__(module, *args, train_split=train_split, **kwargs)
+        self.random_state = random_state
