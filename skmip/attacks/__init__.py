@@ -1,0 +1,1 @@
+"""Membership-inference attacks, one per module (e.g. :mod:`skmip.attacks.bayes`)."""
