@@ -35,11 +35,14 @@ if _MISSING:  # pragma: no cover
     )
 del _MISSING, _name
 
+from .dpsgd import DPNeuralNetClassifier, DPSGDLogisticRegression  # noqa: E402
 from .modules import MLPModule  # noqa: E402
 from .params import SkorchAdapter  # noqa: E402
 from .seeding import NeuralNetClassifier, NeuralNetRegressor, SeededNetMixin  # noqa: E402
 
 __all__ = [
+    "DPNeuralNetClassifier",
+    "DPSGDLogisticRegression",
     "MLPModule",
     "NeuralNetClassifier",
     "NeuralNetRegressor",
