@@ -273,7 +273,11 @@ def _like(old, new):
     """``new`` (float64 values) in the container type, shape and float dtype of ``old``."""
     new = np.asarray(new, dtype=np.float64)
     if isinstance(old, np.generic):
-        return type(old)(new.reshape(()).item()) if np.issubdtype(type(old), np.floating) else new.reshape(())[()]
+        return (
+            type(old)(new.reshape(()).item())
+            if np.issubdtype(type(old), np.floating)
+            else new.reshape(())[()]
+        )
     if isinstance(old, (float, int)) and not isinstance(old, bool):
         return float(new.reshape(()))
     if scipy.sparse.issparse(old):
@@ -301,9 +305,7 @@ def _construction_attributes(estimator):
         names = set(_CONFIG_ATTRIBUTES)
         if hasattr(estimator, "get_params"):
             names |= set(estimator.get_params(deep=False))
-        return names | {
-            k for k in vars(estimator) if not (k.endswith("_") or k.startswith("_"))
-        }
+        return names | {k for k in vars(estimator) if not (k.endswith("_") or k.startswith("_"))}
 
 
 def _scrub_all_but(estimator, keep):
@@ -474,7 +476,7 @@ class AttributeAdapter(_BlockAdapter):
         return [_as_float_array(getattr(estimator, n)).ravel() for n in names]
 
     def _write(self, estimator, blocks):
-        for name, block in zip(self._names(estimator), blocks):
+        for name, block in zip(self._names(estimator), blocks, strict=True):
             setattr(estimator, name, _like(getattr(estimator, name), block))
 
     def _released(self, estimator):
@@ -660,13 +662,13 @@ class MLPAdapter(_BlockAdapter):
     def _read(self, estimator):
         _require(type(self).__name__, estimator, ("coefs_", "intercepts_"))
         blocks = []
-        for w, b in zip(estimator.coefs_, estimator.intercepts_):
+        for w, b in zip(estimator.coefs_, estimator.intercepts_, strict=True):
             blocks += [np.asarray(w, dtype=np.float64).ravel(), np.asarray(b, dtype=np.float64)]
         return blocks
 
     def _write(self, estimator, blocks):
         coefs, intercepts = [], []
-        for i, (w, b) in enumerate(zip(estimator.coefs_, estimator.intercepts_)):
+        for i, (w, b) in enumerate(zip(estimator.coefs_, estimator.intercepts_, strict=True)):
             coefs.append(_like(w, blocks[2 * i]))
             intercepts.append(_like(b, blocks[2 * i + 1]))
         estimator.coefs_, estimator.intercepts_ = coefs, intercepts
@@ -689,7 +691,9 @@ class MLPAdapter(_BlockAdapter):
                 b_in[flip] *= -1
                 w_out[flip] *= -1
             if sort_units:
-                norm = np.sqrt((w_in.astype(np.float64) ** 2).sum(axis=0) + b_in.astype(np.float64) ** 2)
+                norm = np.sqrt(
+                    (w_in.astype(np.float64) ** 2).sum(axis=0) + b_in.astype(np.float64) ** 2
+                )
                 # np.lexsort sorts by the last key first: norm, then bias, then weights.
                 keys = list(w_in[::-1]) + [b_in, norm]
                 order = np.lexsort(keys)
@@ -858,7 +862,9 @@ class CovarianceAdapter(_BlockAdapter):
         return {"location_", "covariance_", "precision_", "offset_"}
 
     def __repr__(self):
-        return f"{type(self).__name__}(eigenvalue_floor={self.eigenvalue_floor!r}, matrix={self.matrix!r})"
+        return (
+            f"{type(self).__name__}(eigenvalue_floor={self.eigenvalue_floor!r}, matrix={self.matrix!r})"
+        )
 
 
 def _is_covariance(estimator):
@@ -955,7 +961,9 @@ class GaussianMixtureAdapter(_BlockAdapter):
         if kind == "full":
             k, d = np.shape(old)[:2]
             size = d * (d + 1) // 2
-            cov = np.stack([_unpack_symmetric(cov_block[i * size : (i + 1) * size], d) for i in range(k)])
+            cov = np.stack(
+                [_unpack_symmetric(cov_block[i * size : (i + 1) * size], d) for i in range(k)]
+            )
         elif kind == "tied":
             cov = _unpack_symmetric(cov_block, np.shape(old)[0])
         else:
@@ -1084,10 +1092,12 @@ class StandardScalerAdapter(_BlockAdapter):
 
     def _read(self, estimator):
         _require(type(self).__name__, estimator, ("mean_", "scale_"))
-        return [np.asarray(getattr(estimator, n), dtype=np.float64).ravel() for n in self._names(estimator)]
+        return [
+            np.asarray(getattr(estimator, n), dtype=np.float64).ravel() for n in self._names(estimator)
+        ]
 
     def _write(self, estimator, blocks):
-        for name, block in zip(self._names(estimator), blocks):
+        for name, block in zip(self._names(estimator), blocks, strict=True):
             setattr(estimator, name, _like(getattr(estimator, name), block))
         self._refresh(estimator)
 
@@ -1127,7 +1137,10 @@ class MinMaxScalerAdapter(_BlockAdapter):
 
     def _read(self, estimator):
         _require(type(self).__name__, estimator, ("data_min_", "data_max_"))
-        return [np.asarray(estimator.data_min_, dtype=np.float64), np.asarray(estimator.data_max_, dtype=np.float64)]
+        return [
+            np.asarray(estimator.data_min_, dtype=np.float64),
+            np.asarray(estimator.data_max_, dtype=np.float64),
+        ]
 
     def _write(self, estimator, blocks):
         estimator.data_min_ = _like(estimator.data_min_, blocks[0])
@@ -1213,10 +1226,12 @@ class RobustScalerAdapter(_BlockAdapter):
 
     def _read(self, estimator):
         _require(type(self).__name__, estimator, ("center_", "scale_"))
-        return [np.asarray(getattr(estimator, n), dtype=np.float64).ravel() for n in self._names(estimator)]
+        return [
+            np.asarray(getattr(estimator, n), dtype=np.float64).ravel() for n in self._names(estimator)
+        ]
 
     def _write(self, estimator, blocks):
-        for name, block in zip(self._names(estimator), blocks):
+        for name, block in zip(self._names(estimator), blocks, strict=True):
             setattr(estimator, name, _like(getattr(estimator, name), block))
 
     def project(self, estimator):
@@ -1308,7 +1323,8 @@ class PipelineAdapter(_BlockAdapter):
     >>> pipe = make_pipeline(StandardScaler(), LogisticRegression()).fit(X, y)
     >>> adapter = get_adapter(pipe)
     >>> adapter
-    PipelineAdapter([('standardscaler', StandardScalerAdapter()), ('logisticregression', LinearModelAdapter())])
+    PipelineAdapter([('standardscaler', StandardScalerAdapter()),
+                     ('logisticregression', LinearModelAdapter())])
     >>> adapter.get_vector(pipe).shape  # 30 means + 30 scales + 30 coefficients + 1
     (91,)
     """
@@ -1330,7 +1346,7 @@ class PipelineAdapter(_BlockAdapter):
         return [adapter.get_vector(step) for adapter, step in self._pairs(pipeline)]
 
     def _write(self, pipeline, blocks):
-        for (adapter, step), block in zip(self._pairs(pipeline), blocks):
+        for (adapter, step), block in zip(self._pairs(pipeline), blocks, strict=True):
             adapter.set_vector(step, block)
 
     def canonicalize(self, pipeline):
@@ -1509,10 +1525,13 @@ def _skorch_adapter(estimator):
 register_adapter(_is_skorch_net, _skorch_adapter, first=False)
 
 # Estimators that skmip refuses on purpose, with the reason the error message gives.
-_STORES_TRAINING_DATA = "keeps training records in the fitted model ({}); releasing it releases them"
+_STORES_TRAINING_DATA = (
+    "keeps training records in the fitted model ({}); releasing it releases them, and "
+    "params=[...] cannot help because the records are the model"
+)
 _REFUSED = {
     **{
-        n: _STORES_TRAINING_DATA.format("support_vectors_") + ". Use LinearSVC/LinearSVR instead"
+        n: _STORES_TRAINING_DATA.format("support_vectors_") + ". Use LinearSVC or LinearSVR"
         for n in ("SVC", "NuSVC", "SVR", "NuSVR", "OneClassSVM")
     },
     **{
@@ -1607,7 +1626,9 @@ def get_adapter(estimator, params="auto") -> ParamAdapter:
         )
     if isinstance(params, (list, tuple)) and params and all(isinstance(p, str) for p in params):
         return AttributeAdapter(params)
-    if all(hasattr(params, m) for m in ("get_vector", "set_vector", "canonicalize", "project", "scrub")):
+    if all(
+        hasattr(params, m) for m in ("get_vector", "set_vector", "canonicalize", "project", "scrub")
+    ):
         return params
     raise TypeError(
         f"params must be 'auto', a non-empty list of attribute names or a ParamAdapter; got {params!r}."

@@ -246,7 +246,9 @@ def digits_mlp():
     y = y[:400]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        mlp = MLPClassifier(hidden_layer_sizes=(12, 7), activation="tanh", max_iter=60, random_state=0).fit(X, y)
+        mlp = MLPClassifier(
+            hidden_layer_sizes=(12, 7), activation="tanh", max_iter=60, random_state=0
+        ).fit(X, y)
     return X, y, mlp
 
 
@@ -256,7 +258,7 @@ def test_mlp_round_trip_layout_and_scrub(digits_mlp):
     adapter = get_adapter(mlp)
     assert isinstance(adapter, MLPAdapter)
     v = adapter.get_vector(mlp)
-    assert v.size == sum(w.size + b.size for w, b in zip(mlp.coefs_, mlp.intercepts_))
+    assert v.size == sum(w.size + b.size for w, b in zip(mlp.coefs_, mlp.intercepts_, strict=True))
     # Layout: coefs_[0] then intercepts_[0] then coefs_[1] ...
     np.testing.assert_array_equal(v[: mlp.coefs_[0].size], mlp.coefs_[0].ravel())
     before = mlp.predict_proba(X)
@@ -274,7 +276,9 @@ def test_mlp_canonical_order_is_permutation_invariant(digits_mlp, activation):
     X, y, _ = digits_mlp
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        mlp = MLPClassifier(hidden_layer_sizes=(12, 7), activation=activation, max_iter=20, random_state=0).fit(X, y)
+        mlp = MLPClassifier(
+            hidden_layer_sizes=(12, 7), activation=activation, max_iter=20, random_state=0
+        ).fit(X, y)
     flips = activation != "relu"
     adapter = MLPAdapter(sort_units=True, fix_signs=flips)
     rng = np.random.default_rng(0)
@@ -288,7 +292,7 @@ def test_mlp_canonical_order_is_permutation_invariant(digits_mlp, activation):
     if flips:
         assert all((b >= 0).all() for b in canon.intercepts_[:-1])
     # Sorted by increasing norm of the incoming weights and bias in every hidden layer.
-    for w, b in zip(canon.coefs_[:-1], canon.intercepts_[:-1]):
+    for w, b in zip(canon.coefs_[:-1], canon.intercepts_[:-1], strict=True):
         norms = np.sqrt((w**2).sum(axis=0) + b**2)
         assert (np.diff(norms) >= 0).all()
 
@@ -312,7 +316,9 @@ def test_mlp_regressor_perturbed_release_predicts(diabetes):
         warnings.simplefilter("ignore", ConvergenceWarning)
         reg = MLPRegressor(hidden_layer_sizes=(6,), max_iter=30, random_state=0).fit(X, y)
     adapter = get_adapter(reg)
-    noisy = adapter.get_vector(reg) + np.random.default_rng(1).normal(0, 0.1, adapter.get_vector(reg).size)
+    noisy = adapter.get_vector(reg) + np.random.default_rng(1).normal(
+        0, 0.1, adapter.get_vector(reg).size
+    )
     _release(adapter, adapter.canonicalize(reg), noisy)
     np.testing.assert_array_equal(adapter.get_vector(reg), noisy)
     assert np.isfinite(reg.predict(X)).all()
@@ -445,9 +451,9 @@ def _precision_identity(gm):
     if kind in ("full", "tied"):
         covs = cov[None] if kind == "tied" else cov
         pcs = pc[None] if kind == "tied" else pc
-        for c, l in zip(covs, pcs):
-            np.testing.assert_allclose(l @ l.T @ c, np.eye(len(c)), atol=1e-8)
-            assert np.allclose(l, np.triu(l))  # inv(cholesky).T is upper triangular
+        for c, chol in zip(covs, pcs, strict=True):
+            np.testing.assert_allclose(chol @ chol.T @ c, np.eye(len(c)), atol=1e-8)
+            assert np.allclose(chol, np.triu(chol))  # inv(cholesky).T is upper triangular
         np.testing.assert_allclose(prec, pc @ np.swapaxes(pc, -1, -2) if kind == "full" else pc @ pc.T)
     else:
         np.testing.assert_allclose(pc**2 * cov, 1.0)
@@ -548,10 +554,10 @@ def test_pipeline_standard_scaler_logistic(cancer):
     noisy[d] = -3.0  # a negative scale
     noisy[d + 1] = 0.0
     adapter.set_vector(pipe, noisy)
-    np.testing.assert_allclose(pipe[0].var_, pipe[0].scale_**2)  # refreshed, not stale
+    np.testing.assert_allclose(pipe[0].var_, pipe[0].scale_ ** 2)  # refreshed, not stale
     adapter.project(pipe)
     assert (pipe[0].scale_ > 0).all() and pipe[0].scale_[0] == 1.0 and pipe[0].scale_[1] == 1.0
-    np.testing.assert_allclose(pipe[0].var_, pipe[0].scale_**2)
+    np.testing.assert_allclose(pipe[0].var_, pipe[0].scale_ ** 2)
     assert np.isfinite(pipe.predict_proba(X)).all()
 
 
@@ -584,7 +590,9 @@ def test_pipeline_refuses_a_step_without_adapter(cancer):
         get_adapter(pipe)
 
 
-@pytest.mark.parametrize("scaler", [MinMaxScaler(), MaxAbsScaler(), RobustScaler(), StandardScaler(with_mean=False)])
+@pytest.mark.parametrize(
+    "scaler", [MinMaxScaler(), MaxAbsScaler(), RobustScaler(), StandardScaler(with_mean=False)]
+)
 def test_scalers_round_trip_and_project(scaler, wine):
     X, _ = wine
     X = X + 3.0  # positive data so MaxAbs and MinMax differ from identity
@@ -644,7 +652,14 @@ def test_statistic_values_and_adapter(wine):
     _release(adapter, sm, adapter.get_vector(sm))
     assert np.linalg.eigvalsh(sm.statistic_).min() >= -1e-10
     np.testing.assert_array_equal(sm.statistic_, sm.statistic_.T)
-    assert set(vars(sm)) == {"func", "kw_args", "structure", "statistic_", "structure_", "n_features_in_"}
+    assert set(vars(sm)) == {
+        "func",
+        "kw_args",
+        "structure",
+        "statistic_",
+        "structure_",
+        "n_features_in_",
+    }
 
 
 def test_statistic_paper_variant_noises_every_entry(wine):
@@ -666,7 +681,9 @@ def test_statistic_callable_clone_and_pickle(iris):
 
 def test_statistic_errors(iris):
     X, _ = iris
-    with pytest.raises(ValueError, match="Statistic: func must be one of 'mean', 'second_moment'; got 'median'"):
+    with pytest.raises(
+        ValueError, match="Statistic: func must be one of 'mean', 'second_moment'; got 'median'"
+    ):
         Statistic("median").fit(X)
     with pytest.raises(TypeError, match="func must be one of"):
         Statistic(3).fit(X)
@@ -725,19 +742,23 @@ def test_attribute_adapter_keep_modes(cancer):
     X, y = cancer
     clf = LogisticRegression(max_iter=1000).fit(X, y)
     clf.private_cache_ = X.copy()  # something an unknown estimator might keep
+    clf.feature_names_in_ = np.array([f"x{i}" for i in range(X.shape[1])], dtype=object)
     lenient = AttributeAdapter(["coef_", "intercept_"])
     lenient.scrub(clf)
     assert "n_iter_" not in vars(clf) and "private_cache_" in vars(clf)
     strict = AttributeAdapter(["coef_", "intercept_"], keep=[])
     strict.scrub(clf)
     assert "private_cache_" not in vars(clf)
+    assert "feature_names_in_" in vars(clf)  # public schema survives the allow-list
     assert clf.predict(X).shape == (len(X),)
     assert repr(strict) == "AttributeAdapter(['coef_', 'intercept_'], keep=[])"
 
 
 def test_errors_name_the_problem(cancer):
     X, y = cancer
-    with pytest.raises(NotFittedError, match=r"LinearModelAdapter: this LogisticRegression has no fitted"):
+    with pytest.raises(
+        NotFittedError, match=r"LinearModelAdapter: this LogisticRegression has no fitted"
+    ):
         LinearModelAdapter().get_vector(LogisticRegression())
     assert issubclass(NotFittedError, AttributeError)
     clf = LogisticRegression(max_iter=1000).fit(X, y)
