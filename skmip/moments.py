@@ -68,17 +68,23 @@ def _add_shifted(dst, src, n_src, delta):
     ``dst is src`` the shift is done in place; descending p keeps the lower-order sums it
     reads unshifted until they are themselves rewritten.
     """
-    in_place = dst is src
+    power = np.empty_like(delta)
+    term = np.empty_like(delta)  # one scratch vector: keeps the merge's memory at O(d)
     for p in range(dst.shape[0], 0, -1):
-        total = np.zeros_like(delta) if (in_place or src is None) else src[p - 1].copy()
-        power = np.ones_like(delta)
+        if src is not None and dst is not src:
+            dst[p - 1] += src[p - 1]
+        np.copyto(power, delta)
         for k in range(1, p + 1):
-            power *= delta
+            if k > 1:
+                power *= delta
             if k == p:
-                total += n_src * power
+                np.multiply(power, n_src, out=term)
             elif src is not None:
-                total += math.comb(p, k) * src[p - k - 1] * power
-        dst[p - 1] += total
+                np.multiply(src[p - k - 1], power, out=term)
+                term *= math.comb(p, k)
+            else:
+                continue
+            dst[p - 1] += term
 
 
 class CentralMomentAccumulator:
@@ -275,7 +281,8 @@ class CentralMomentAccumulator:
             dev = (x - self._center_hi) - self._center_lo
             self._sums[0] += dev.sum(axis=0)
             np.abs(dev, out=dev)
-            self._sums[1] += (dev**self._moment).sum(axis=0)
+            np.power(dev, self._moment, out=dev)
+            self._sums[1] += dev.sum(axis=0)
             self.n_ += x.shape[0]
             return self
         if x.shape[0] == 1:
@@ -307,7 +314,10 @@ class CentralMomentAccumulator:
         mean_other = shift_other if sums_other is None else shift_other + sums_other[0] / n_other
         # Any float near the combined mean will do as the new reference point: S_1 carries
         # its residual. Close to the mean keeps the power sums free of cancellation.
-        new_shift = mean_self + (n_other / n) * (mean_other - mean_self)
+        new_shift = np.subtract(mean_other, mean_self)
+        new_shift *= n_other / n
+        new_shift += mean_self
+        del mean_self
         _add_shifted(self._sums, self._sums, self.n_, self._shift - new_shift)
         _add_shifted(self._sums, sums_other, n_other, shift_other - new_shift)
         self._shift = new_shift
@@ -444,7 +454,8 @@ def _n_rows(data):
 
 
 def _check_finite(name, data):
-    values = data.data if sparse.issparse(data) else np.asarray(data)
+    # Every sparse format (dok and lil included) exposes its stored values through COO.
+    values = data.tocoo(copy=False).data if sparse.issparse(data) else np.asarray(data)
     if values.dtype.kind in "iub":
         return
     if values.dtype.kind not in "fc":
@@ -536,9 +547,12 @@ def _accumulate(template, estimator, adapter, X, y, fit_params, seeds, n_rows, s
     """All split fits, in _N_CHUNKS chunks merged in chunk order."""
     n_splits = len(seeds)
     chunks = np.array_split(np.arange(n_splits), min(_N_CHUNKS, n_splits))
-    # return_as="generator" hands chunks back in order as they finish, so only the partial
+    # return_as="generator" hands chunks back in order as they finish, and batch_size=1
+    # stops joblib from grouping quick chunks into one task, so only the partial
     # accumulators in flight (about pre_dispatch of them) are alive at any time.
-    results = Parallel(n_jobs=n_jobs, verbose=max(0, verbose - 1), return_as="generator")(
+    results = Parallel(
+        n_jobs=n_jobs, verbose=max(0, verbose - 1), return_as="generator", batch_size=1
+    )(
         delayed(_fit_chunk)(
             template, estimator, adapter, X, y, fit_params, ids, seeds[ids], n_rows,
             split_rows, n_splits,
@@ -697,7 +711,9 @@ def estimate_sigma(
         why="A spread needs at least two fits (Algorithm 1 uses B of them; 128 by default).",
     )
     fit_params = {} if fit_params is None else dict(fit_params)
-    if not (hasattr(X, "shape") or hasattr(X, "iloc")):
+    if sparse.issparse(X):
+        X = X.tocsr()  # row subsets need a row-indexable format (not coo, dia, ...)
+    elif not (hasattr(X, "shape") or hasattr(X, "iloc")):
         X = np.asarray(X)
     n_rows = _n_rows(X)
     _check_finite("X", X)
@@ -722,9 +738,8 @@ def estimate_sigma(
         sigma, mean = acc.sigma(), acc.mean_
     else:
         first = _accumulate(CentralMomentAccumulator(moment=2), *args, " (pass 1 of 2: mean)")
-        second = _accumulate(
-            CentralMomentAccumulator(moment=moment, center=first), *args,
-            f" (pass 2 of 2: |theta - mean|^{moment:g})",
-        )
-        sigma, mean = second.sigma(), first.mean_
+        mean, template = first.mean_, CentralMomentAccumulator(moment=moment, center=first)
+        del first
+        second = _accumulate(template, *args, f" (pass 2 of 2: |theta - mean|^{moment:g})")
+        sigma = second.sigma()
     return (sigma, mean) if return_mean else sigma

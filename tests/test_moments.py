@@ -427,3 +427,18 @@ def test_non_finite_parameters_name_the_split():
     X[7, 0] = -1
     with pytest.raises(ValueError, match=r"split \d+ of 8 gave NaN or infinite parameters"):
         estimate_sigma(FailsOnRow(nan=True), X, y, n_splits=8, params=["coef_"], random_state=0)
+
+
+@pytest.mark.parametrize("fmt", ["coo", "dok", "lil", "csc"])
+def test_sparse_inputs_of_any_format(fmt):
+    from scipy import sparse
+    from sklearn.linear_model import Ridge
+
+    X = sparse.random(40, 3, density=0.5, format="csr", random_state=0)
+    y = np.asarray(X.sum(axis=1)).ravel() + np.linspace(-1, 1, 40)
+    kwargs = dict(n_splits=6, random_state=0)
+    expected = estimate_sigma(Ridge(), X, y, **kwargs)
+    np.testing.assert_array_equal(estimate_sigma(Ridge(), X.asformat(fmt), y, **kwargs), expected)
+    X.data[2] = np.nan
+    with pytest.raises(ValueError, match="X contains 1 NaN or infinite"):
+        estimate_sigma(Ridge(), X.asformat(fmt), y, **kwargs)
