@@ -22,9 +22,10 @@ _EXPORTS = {
     "CentralMomentAccumulator": "skmip.moments",
     "get_adapter": "skmip.params",
     "register_adapter": "skmip.params",
+    "Statistic": "skmip.statistic",
 }
 
-_SUBMODULES = ("bounds", "mechanisms", "moments", "params", "exceptions", "wrappers")
+_SUBMODULES = ("bounds", "mechanisms", "moments", "params", "exceptions", "wrappers", "statistic")
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 

@@ -13,6 +13,7 @@ from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.utils import _safe_indexing, get_tags
 from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from skmip._random import draw_seed, fix_inner_random_state, resolve_rng
@@ -286,7 +287,7 @@ class MIPNoiseWrapper(MetaEstimatorMixin, BaseEstimator):
         tags.classifier_tags = copy.deepcopy(inner.classifier_tags)
         tags.regressor_tags = copy.deepcopy(inner.regressor_tags)
         tags.transformer_tags = copy.deepcopy(inner.transformer_tags)
-        tags.target_tags.required = inner.target_tags.required
+        tags.target_tags = copy.deepcopy(inner.target_tags)
         tags.input_tags.sparse = inner.input_tags.sparse
         tags.input_tags.allow_nan = False
         # Fresh noise on every fit unless random_state is fixed.
@@ -319,20 +320,16 @@ def _fit_path(wrapper, X, y, etas, fit_params):
     # Validate on a shallow copy: validate_data records n_features_in_ on the object it is
     # given, and nothing may be recorded on the wrapper before the whole fit succeeded.
     probe = copy.copy(wrapper)
+    accept_sparse = ["csr", "csc"] if inner_tags.input_tags.sparse else False
+    dtype = None if (inner_tags.input_tags.string or inner_tags.input_tags.categorical) else "numeric"
     if supervised:
         X, y = validate_data(
-            probe, X, y, reset=True, accept_sparse=inner_tags.input_tags.sparse,
-            ensure_all_finite=True, dtype=None, multi_output=True,
+            probe, X, y, reset=True, accept_sparse=accept_sparse, ensure_all_finite=True,
+            dtype=dtype, multi_output=True,
         )
     else:
         X = validate_data(
-            probe, X, reset=True, accept_sparse=inner_tags.input_tags.sparse,
-            ensure_all_finite=True, dtype=None,
-        )
-    if X.dtype == object:
-        raise ValueError(
-            f"{_OWNER}: X must be numeric; got an array of dtype object. Encode categorical "
-            "features first (e.g. with OneHotEncoder in a Pipeline)."
+            probe, X, reset=True, accept_sparse=accept_sparse, ensure_all_finite=True, dtype=dtype
         )
     n = X.shape[0]
     n_train = n if wrapper.train_size == 1.0 else int(round(wrapper.train_size * n))
@@ -340,9 +337,16 @@ def _fit_path(wrapper, X, y, etas, fit_params):
     if n_train < min_rows:
         raise ValueError(
             f"{_OWNER}: D_train would have {n_train} row(s) (train_size={wrapper.train_size} "
-            f"of n={n}); sigma is measured over half-subsets and needs at least {min_rows} "
-            "training rows. Pass more data or a larger train_size."
+            f"of n_samples={n}); sigma is measured over half-subsets and needs at least "
+            f"{min_rows} training rows. Pass more data or a larger train_size."
         )
+    if is_classifier(wrapper):
+        check_classification_targets(y)
+        if np.unique(y).size < 2:
+            raise ValueError(
+                f"{_OWNER}: y has only one class ({np.unique(y)[0]!r}); a classifier needs at "
+                "least 2 classes to train."
+            )
 
     check_privacy_seed(_OWNER, wrapper.random_state)
     rng = resolve_rng(wrapper.random_state)
