@@ -18,6 +18,7 @@ arbitrary-order statistical moments". Sandia Report SAND2008-6212, 2008.
 
 from __future__ import annotations
 
+import copy
 import math
 import numbers
 
@@ -345,6 +346,9 @@ class CentralMomentAccumulator:
         """
         if not isinstance(other, CentralMomentAccumulator):
             raise TypeError(f"{_ACC}: merge takes another {_ACC}; got {type(other).__name__}.")
+        if other is self:
+            # The in-place shift below would otherwise also move the sums being added.
+            other = copy.deepcopy(other)
         if other._moment != self._moment:
             raise ValueError(
                 f"{_ACC}: cannot merge moment={other.moment!r} into moment={self.moment!r}; "

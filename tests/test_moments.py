@@ -151,6 +151,9 @@ def test_merge_leaves_other_unchanged_and_empty_merges_are_no_ops(rng):
     empty = CentralMomentAccumulator(moment=4).merge(a)
     np.testing.assert_array_equal(empty.central_moment(), before)
     assert empty.n_ == 10
+    # Merging an accumulator into itself counts every row twice: same central moment.
+    np.testing.assert_allclose(a.merge(a).central_moment(), before, rtol=1e-12)
+    assert a.n_ == 20
 
 
 def test_pickle_round_trip_keeps_state(rng):
