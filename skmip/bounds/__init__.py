@@ -5,6 +5,7 @@ cites its theorem and equation; this package is the single source of every formu
 estimators and the scorer use. One submodule per paper or idea:
 
 - :mod:`skmip.bounds.mip` — Izzo et al. (MIP noise constant, DP <-> MIP, TPR bound).
+- :mod:`skmip.bounds.empirical` — Clopper--Pearson intervals, empirical DP epsilon, eta-MIP ROC check.
 - :mod:`skmip.bounds.subsampling` — Thudi et al. (MI positive accuracy under subsampling + DP, unlearning).
 """
 
@@ -19,3 +20,7 @@ __all__ += list(_subsampling_all)
 from .gmip import *  # noqa: E402,F401,F403
 from .gmip import __all__ as _gmip_all  # noqa: E402
 __all__ += list(_gmip_all)
+
+from .empirical import *  # noqa: E402,F401,F403
+from .empirical import __all__ as _empirical_all  # noqa: E402
+__all__ += list(_empirical_all)
