@@ -665,8 +665,8 @@ def estimate_sigma(
     the one printed: as the paper remarks below Corollary 10, this estimator is not unbiased
     but is consistent (the bias vanishes as B grows); for M = 2 the unbiased variant divides
     by B - 1, and Gerlovina and Hubbard (2019) give corrections for general M. The paper
-    judges the difference small in practice. With B = 128 and M = 2 the printed estimator is
-    low by a factor sqrt(127/128), about 0.4 %.
+    judges the difference small in practice: with B = 128 and M = 2 the printed estimate of
+    sigma^2 is low by the factor 127/128 in expectation (sigma by about 0.4 %).
 
     Memory is O(M d) for d parameters, not O(B d): the fits run in a fixed number of chunks
     (16, independent of ``n_jobs``), each folding its parameter vectors one at a time into
