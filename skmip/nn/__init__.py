@@ -22,20 +22,19 @@ Contents
 
 from __future__ import annotations
 
-_MISSING = []
-for _name in ("torch", "skorch", "opacus"):
-    try:
-        __import__(_name)
-    except ImportError:  # pragma: no cover - exercised only without the extra
-        _MISSING.append(_name)
-if _MISSING:  # pragma: no cover
+import importlib.util
+
+# find_spec, not import: opacus takes seconds to import and is only needed by fit.
+_MISSING = [name for name in ("torch", "skorch", "opacus") if importlib.util.find_spec(name) is None]
+if _MISSING:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         f"skmip.nn needs {', '.join(_MISSING)}, which is not installed. Install the optional "
         'extra with: pip install "skmip[torch]"'
     )
-del _MISSING, _name
+del _MISSING
 
 from .dpsgd import DPNeuralNetClassifier, DPSGDLogisticRegression  # noqa: E402
+from .grads import glir_audit, per_sample_gradients, sgd_step_gradients  # noqa: E402
 from .modules import MLPModule  # noqa: E402
 from .params import SkorchAdapter  # noqa: E402
 from .seeding import NeuralNetClassifier, NeuralNetRegressor, SeededNetMixin  # noqa: E402
@@ -48,4 +47,7 @@ __all__ = [
     "NeuralNetRegressor",
     "SeededNetMixin",
     "SkorchAdapter",
+    "glir_audit",
+    "per_sample_gradients",
+    "sgd_step_gradients",
 ]
