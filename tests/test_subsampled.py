@@ -207,3 +207,22 @@ def test_cross_validation_with_the_default_estimator(cancer):
     X, y = cancer
     scores = cross_val_score(SubsampledDPClassifier(epsilon=5.0, random_state=0), X, y, cv=3)
     assert scores.mean() > 0.85
+
+
+def test_lira_audit_respects_the_stated_bound(cancer):
+    # Issue item 4 in miniature (the full grid is benchmarks/bench_subsampling.py): online LiRA
+    # against the DP learner on Poisson subsamples -- game membership at rate T is exactly the
+    # subsample SubsampledDPClassifier draws -- must not refute Theorem 3.3 at 95% confidence.
+    game_mod = pytest.importorskip("skmip.game")
+    lira = pytest.importorskip("skmip.attacks.lira")
+    metrics = pytest.importorskip("skmip.metrics")
+    X, y = cancer
+    for T, eps in ((0.3, 2.0), (0.5, 1.0)):
+        learner = DPLogisticRegression(eps, data_norm=5.0, classes=[0, 1])
+        game = game_mod.play_membership_game(learner, X, y, n_models=24, member_rate=T,
+                                             sampling="bernoulli", random_state=1)
+        scores = lira.lira_scores(game.signal, game.membership)
+        bound = SubsampledDPClassifier(epsilon=eps, sampling_rate=T, random_state=0).fit(X, y).positive_accuracy_bound_
+        assert bound < 0.8  # an informative bound, not the trivial 1
+        check = metrics.check_positive_accuracy_bound(game.membership, scores, bound)
+        assert check.holds, check

@@ -412,7 +412,7 @@ def unlearning_guarantee(
     Returns
     -------
     float or ndarray
-        ``L`` in [0, 1 - T].
+        ``L``; in [0, 1 - T] for the corrected form (the printed form exceeds ``1 - T``).
 
     Raises
     ------
