@@ -23,9 +23,13 @@ _EXPORTS = {
     "get_adapter": "skmip.params",
     "register_adapter": "skmip.params",
     "Statistic": "skmip.statistic",
+    "SubsampledDPClassifier": "skmip.subsampled",
+    "DPLogisticRegression": "skmip.dp_logistic",
 }
 
-_SUBMODULES = ("bounds", "mechanisms", "moments", "params", "exceptions", "wrappers", "statistic")
+_SUBMODULES = ("bounds", "mechanisms", "moments", "params", "exceptions", "wrappers", "statistic",
+    "subsampled", "dp_logistic", "datasets",
+)
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
