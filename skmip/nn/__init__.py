@@ -34,6 +34,7 @@ if _MISSING:  # pragma: no cover - exercised only without the extra
 del _MISSING
 
 from .dpsgd import DPNeuralNetClassifier, DPSGDLogisticRegression  # noqa: E402
+from .ensemble import ensemble_vectors, fit_ensemble  # noqa: E402
 from .grads import glir_audit, per_sample_gradients, sgd_step_gradients  # noqa: E402
 from .modules import MLPModule  # noqa: E402
 from .params import SkorchAdapter  # noqa: E402
@@ -47,6 +48,8 @@ __all__ = [
     "NeuralNetRegressor",
     "SeededNetMixin",
     "SkorchAdapter",
+    "ensemble_vectors",
+    "fit_ensemble",
     "glir_audit",
     "per_sample_gradients",
     "sgd_step_gradients",

@@ -49,8 +49,8 @@ __all__ = [
 ]
 
 
-def fit_seeds(random_state, offset: int = 0) -> tuple[int, int]:
-    """The two seeds (module/dropout, data order) a seeded net uses for one training call.
+def fit_seeds(random_state, offset: int = 0) -> tuple[int, int, int]:
+    """The seeds (module/dropout, data order, loader) a seeded net uses for one training call.
 
     Parameters
     ----------
@@ -61,9 +61,11 @@ def fit_seeds(random_state, offset: int = 0) -> tuple[int, int]:
 
     Returns
     -------
-    init_seed, data_seed : int
-        Seeds for ``torch.manual_seed`` inside :func:`seeded_torch` and for the data-order
-        generator.
+    init_seed, data_seed, loader_seed : int
+        Seeds for ``torch.manual_seed`` inside :func:`seeded_torch`, for the data-order
+        generator (one ``randperm`` per epoch) and for the ``DataLoader``'s own generator
+        (it draws a worker base seed at every epoch; kept apart so the permutations do
+        not depend on torch's loader internals).
 
     Examples
     --------
@@ -79,8 +81,8 @@ def fit_seeds(random_state, offset: int = 0) -> tuple[int, int]:
     else:
         rng = check_random_state(random_state)
         seq = np.random.SeedSequence(rng.randint(0, 2**32 - 1, size=4, dtype=np.uint64).tolist())
-    init_seed, data_seed = (int(s) for s in seq.generate_state(2, dtype=np.uint32))
-    return init_seed, data_seed
+    init_seed, data_seed, loader_seed = (int(s) for s in seq.generate_state(3, dtype=np.uint32))
+    return init_seed, data_seed, loader_seed
 
 
 @contextlib.contextmanager
@@ -148,6 +150,7 @@ class SeededNetMixin:
     # Training-time state lives in an attribute ending in "_": skorch treats every other
     # instance attribute as a constructor parameter (clone would pass it back).
     _data_generator_ = None
+    _loader_generator_ = None
 
     def _training_offset(self, resets):
         if resets or not getattr(self, "initialized_", False):
@@ -159,13 +162,14 @@ class SeededNetMixin:
         if self._data_generator_ is not None:  # fit -> partial_fit: one scope per public call
             yield
             return
-        init_seed, data_seed = fit_seeds(self.random_state, self._training_offset(resets))
+        init_seed, data_seed, loader_seed = fit_seeds(self.random_state, self._training_offset(resets))
         self._data_generator_ = torch.Generator().manual_seed(data_seed)
+        self._loader_generator_ = torch.Generator().manual_seed(loader_seed)
         try:
             with seeded_torch(init_seed):
                 yield
         finally:
-            del self._data_generator_
+            del self._data_generator_, self._loader_generator_
 
     def fit(self, X, y=None, **fit_params):
         """Initialise (unless ``warm_start``) and train, seeded by ``random_state``."""
@@ -188,8 +192,8 @@ class SeededNetMixin:
         if kwargs.pop("shuffle", False) and "sampler" not in kwargs and "batch_sampler" not in kwargs:
             kwargs["sampler"] = EpochPermutationSampler(len(dataset), self._data_generator_)
         # A DataLoader draws a base seed for its workers from its generator, or from the
-        # global one when it has none: give it the local one.
-        kwargs.setdefault("generator", self._data_generator_)
+        # global one when it has none: give it a local one of its own.
+        kwargs.setdefault("generator", self._loader_generator_)
         if "batch_size" not in kwargs:
             kwargs["batch_size"] = self.batch_size
         if kwargs["batch_size"] == -1:
