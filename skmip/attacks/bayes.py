@@ -25,7 +25,7 @@ from sklearn.utils.parallel import Parallel, delayed
 
 from skmip._random import resolve_rng
 from skmip._validation import check_int, check_interval, check_option
-from skmip.mechanisms import _check_common, _draw_mip_noise, _logpdf_rows
+from skmip.mechanisms import _check_common, _check_moment, _draw_mip_noise, _logpdf_rows
 
 __all__ = ["ExactAuditResult", "exact_mip_advantage"]
 
@@ -38,7 +38,7 @@ _HALVES_PER_BATCH = 512
 _STRATIFY_MAX_OUTPUTS = 16
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ExactAuditResult:
     r"""Per-target advantage of the exact Bayes-optimal attacker.
 
@@ -486,8 +486,7 @@ def exact_mip_advantage(
         noise, sigma_used = _GenericNoise(noise_sampler, noise_logpdf, d), None
     else:
         if sigma is None:
-            check_interval(_OWNER, "moment", moment, 2, None, closed="left")
-            sigma = _exact_sigma(outputs, weights, float(moment))
+            sigma = _exact_sigma(outputs, weights, _check_moment(_OWNER, moment))
         sigma_used, active, eta_v, moment_v, radius_v = _check_common(
             _OWNER, sigma, eta, moment, radius
         )
