@@ -1,0 +1,498 @@
+"""MIAttackScorer: audit a training algorithm by membership inference, as an estimator or a scorer.
+
+``MIAttackScorer(estimator).fit(X, y)`` plays the membership game with clones of
+``estimator`` on the pool ``(X, y)``, attacks every model with the others as references, and
+records the attack's ROC metrics and, when the estimator states a privacy bound, whether the
+measured ROC respects it. ``scorer(estimator, X, y)`` does the same with the estimator it is
+given and returns one number, greater-is-better (the leakage negated), so it drops into
+``GridSearchCV(..., scoring={"accuracy": ..., "mi": scorer})``.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+from dataclasses import dataclass, field
+from functools import partial
+
+import numpy as np
+from numpy.typing import ArrayLike
+from sklearn.base import BaseEstimator
+
+from skmip._validation import check_int, check_interval, check_option
+from skmip.attacks import get_attack
+from skmip.game import play_membership_game
+from skmip.metrics import (
+    check_mip_bound,
+    check_positive_accuracy_bound,
+    empirical_epsilon,
+    membership_advantage,
+    mi_roc_auc,
+    positive_accuracy,
+    tpr_at_fpr,
+)
+
+__all__ = ["MIAttackScorer", "make_mi_scorer", "StatedBound"]
+
+_OWNER = "MIAttackScorer"
+_METRICS = ("auc", "tpr_at_fpr", "advantage", "positive_accuracy", "empirical_epsilon")
+_SAMPLING = ("exact", "bernoulli")
+_FITTED = (
+    "scores_", "membership_", "attack_", "roc_auc_", "tpr_at_fpr_", "advantage_",
+    "positive_accuracy_", "empirical_epsilon_", "bound_", "bound_holds_", "bound_check_",
+)
+
+
+@dataclass(frozen=True)
+class StatedBound:
+    """A privacy bound a fitted estimator states about itself.
+
+    Attributes
+    ----------
+    kind : {"mip", "positive_accuracy"}
+        ``"mip"``: eta-MIP (Izzo et al., Definition 1), ``value`` is eta. ``"positive_accuracy"``:
+        Thudi et al.'s Theorem 3.3 bound on ``P(member | attack says member)`` for the
+        estimator's own subsample, ``value`` the bound.
+    value : float
+        The stated number.
+    details : dict
+        What the scorer needs to translate the statement to its game: ``n_train`` (rows the
+        model was really trained on), and for positive-accuracy bounds ``epsilon``,
+        ``delta``, ``sampling_rate`` and ``min_tpr``.
+    """
+
+    kind: str
+    value: float
+    details: dict = field(default_factory=dict)
+
+
+def _stated_bound(estimator) -> StatedBound | None:
+    """The privacy bound a *fitted* estimator states, read in one place, or None.
+
+    ``MIPNoiseWrapper`` states ``mip_bound_`` (eta); ``SubsampledDPClassifier`` states
+    ``positive_accuracy_bound_`` together with ``epsilon_``, ``delta_`` and its
+    ``sampling_rate`` / ``min_tpr`` parameters. Anything else states nothing.
+    """
+    n_train = getattr(estimator, "n_train_", None)
+    if hasattr(estimator, "mip_bound_"):
+        return StatedBound("mip", float(estimator.mip_bound_), {"n_train": n_train})
+    if hasattr(estimator, "positive_accuracy_bound_"):
+        params = estimator.get_params(deep=False) if hasattr(estimator, "get_params") else {}
+        details = {
+            "n_train": n_train,
+            "epsilon": getattr(estimator, "epsilon_", None),
+            "delta": getattr(estimator, "delta_", 0.0),
+            "sampling_rate": params.get("sampling_rate"),
+            "min_tpr": params.get("min_tpr"),
+        }
+        return StatedBound("positive_accuracy", float(estimator.positive_accuracy_bound_), details)
+    return None
+
+
+def _metric_name(metric):
+    name = metric[4:] if isinstance(metric, str) and metric.startswith("neg_") else metric
+    check_option(
+        _OWNER, "metric", name, _METRICS,
+        why="Each is a leakage measure; the scorer returns it negated (greater is better), "
+        "so 'neg_auc' is accepted as a synonym of 'auc'.",
+    )
+    return name
+
+
+def _positive_accuracy_game_bound(stated, member_rate):
+    """Thudi's Theorem 3.3 for the game: the estimator subsamples the game's member set.
+
+    A record is a game member with probability ``r`` (independently, ``sampling="bernoulli"``);
+    the estimator keeps each member with probability ``T`` and trains an (eps, delta)-DP
+    learner. As a function of the game's member set that pipeline is
+    (log(1 + T(e^eps - 1)), T delta)-DP (amplification by Poisson subsampling), so Theorem 3.3
+    with prior ``r`` bounds ``P(game member | attack says member)``.
+    """
+    from skmip.bounds import positive_accuracy_bound
+
+    d = stated.details
+    eps, delta, t = d.get("epsilon"), d.get("delta") or 0.0, d.get("sampling_rate")
+    if eps is None or t is None:
+        return None
+    eps_game = float(np.log1p(t * np.expm1(eps))) if np.isfinite(eps) else np.inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(positive_accuracy_bound(
+            eps_game, sampling_rate=member_rate, delta=t * delta,
+            min_tpr=d.get("min_tpr") if delta > 0 else None,
+        ))
+
+
+class MIAttackScorer(BaseEstimator):
+    """Membership-inference audit: the game, an attack, its metrics, and the stated bound.
+
+    Use it as a meta-estimator (``fit`` audits ``estimator`` on a pool and stores the
+    results) or as a scikit-learn scorer (``scorer(estimator, X, y)`` returns the negated
+    leakage of ``estimator``'s training algorithm on ``(X, y)``).
+
+    Parameters
+    ----------
+    estimator : estimator instance, default=None
+        The training algorithm to audit (``fit`` only; the scorer call audits the
+        estimator it is given). Clones are fitted; the estimator itself is not touched.
+    attack : str or attack object, default="lira"
+        A registered alias (``"lira"``, ``"lira_offline"``, ``"rmia"``, ``"loss"``, ...; see
+        :mod:`skmip.attacks`) or an attack object such as ``LiRA(global_variance=True)``.
+    n_models : int, default=16
+        Models in the game; each is the target once with the other ``n_models - 1`` as
+        references. The game costs ``n_models`` fits.
+    member_rate : float, default=0.5
+        Probability that a row is in a model's training set. Definition 1 (eta-MIP) uses 0.5.
+    metric : str, default="auc"
+        The number the scorer call returns, negated so that greater is better:
+        ``"auc"``, ``"tpr_at_fpr"`` (at ``fpr``), ``"advantage"`` (max TPR - FPR),
+        ``"positive_accuracy"`` (Thudi's quantile thresholds) or ``"empirical_epsilon"``.
+        The ``"neg_"``-prefixed names are synonyms.
+    fpr : float, default=0.001
+        False-positive rate of ``tpr_at_fpr_`` and of ``metric="tpr_at_fpr"``.
+    sampling : {"exact", "bernoulli"}, default="exact"
+        How member sets are drawn (:func:`skmip.game.play_membership_game`): exact-size
+        uniform subsets (Izzo et al.'s Definition 1) or independent per-row draws (the
+        Poisson sampling Thudi et al.'s Theorem 3.3 assumes).
+    delta : float, default=1e-5
+        The delta of ``empirical_epsilon_``.
+    confidence : float, default=0.95
+        Confidence of ``empirical_epsilon_`` and of the bound check.
+    random_state : None, int, numpy Generator or RandomState, default=None
+        Seeds the game (member sets and per-model seeds) and nothing else.
+    n_jobs : int, default=None
+        Models fitted in parallel through joblib.
+    verbose : int, default=0
+        Progress messages when > 0.
+
+    Attributes
+    ----------
+    scores_ : ndarray of shape (n_models, n_samples)
+        Attack score of every (target model, row) pair; larger means "member".
+    membership_ : ndarray of bool, shape (n_models, n_samples)
+        Whether row i was in model k's training set.
+    attack_ : object
+        The resolved attack.
+    roc_auc_ : float
+        Area under the ROC over all trials.
+    tpr_at_fpr_ : float
+        True-positive rate at false-positive rate ``fpr``.
+    advantage_ : float
+        ``max(TPR - FPR)`` (the best membership advantage; eta-MIP promises <= 2 eta).
+    positive_accuracy_ : float
+        Best precision over the top-i*2.5% quantile thresholds (Thudi et al., Sec. 4.2).
+    empirical_epsilon_ : float
+        Clopper--Pearson lower bound on a DP epsilon at ``delta`` and ``confidence``
+        (threshold chosen on half of the trials, certified on the other half).
+    bound_ : float or None
+        The bound the estimator states, translated to the game: eta for an eta-MIP
+        estimator (``mip_bound_``), or the positive-accuracy bound for the game's members
+        (see Notes); None when it states none.
+    bound_holds_ : bool or None
+        False when the measured attack refutes ``bound_`` at ``confidence``; None when there
+        is no bound or the game cannot test it.
+    bound_check_ : skmip.metrics.BoundCheck or None
+        Details of the test (margin, threshold).
+
+    Notes
+    -----
+    **Auditing eta-MIP (Izzo et al., Definition 1).** Definition 1 draws ``D_train`` uniformly
+    among the halves of ``D`` and bounds every attacker's accuracy by 1/2 + eta, i.e.
+    ``TPR <= FPR + 2 eta`` at every threshold (Theorem 8, corrected; see
+    :func:`skmip.bounds.mip_tpr_bound`). With ``sampling="exact"``, ``member_rate=0.5`` and
+    ``MIPNoiseWrapper(learner, train_size=1.0)`` each model of the game is one run of
+    Algorithm 1 on ``D = (X, y)`` whose ``D_train`` is the game's member set, so the game is
+    Definition 1 and the check is exact. ``bound_holds_`` is False iff at some threshold the
+    one-sided Clopper--Pearson lower bound on TPR minus the upper bound on FPR exceeds
+    ``2 eta`` (Bonferroni over all thresholds: :func:`skmip.metrics.check_mip_bound`). A
+    wrapper with ``train_size < 1`` subsamples the game's members again; the scorer then
+    warns that the check is not Definition 1.
+
+    **Auditing subsampled DP (Thudi et al., Theorem 3.3).** ``SubsampledDPClassifier``
+    states a bound on ``P(x* in D_sub | S)`` for its *own* Poisson subsample ``D_sub`` of the
+    data it is given -- here the game's member set. As a function of that member set the
+    classifier is (log(1 + T(e^eps - 1)), T delta)-DP (amplification by subsampling at rate
+    ``T``), so with independent game sampling at rate ``r`` Theorem 3.3 bounds the game's
+    positive accuracy by ``positive_accuracy_bound(eps', sampling_rate=r, ...)``; ``bound_``
+    is that number and the check (:func:`skmip.metrics.check_positive_accuracy_bound`)
+    compares the attack's precision at Thudi's 40 quantile thresholds with it. Use
+    ``sampling="bernoulli"``: Theorem 3.3 assumes independent sampling.
+
+    The binomial confidence statements treat the ``n_models x n_samples`` trials as
+    independent; they share models and rows, so read them as approximate.
+
+    **Privacy hygiene.** The scorer is an auditor's tool: ``membership_`` and ``scores_``
+    describe the random splits of the audit pool. Do not publish them with a model.
+
+    References
+    ----------
+    Carlini et al., "Membership Inference Attacks From First Principles", IEEE S&P 2022.
+    Izzo et al., "Provable Membership Inference Privacy", Definition 1, Theorem 8, Algorithm 1.
+    Thudi et al., "Bounding Membership Inference", TMLR 2024, Theorem 3.3 and Section 4.2.
+    Nasr et al., "Adversary instantiation", IEEE S&P 2021, Section IV-A.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.tree import DecisionTreeClassifier
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> audit = MIAttackScorer(DecisionTreeClassifier(), attack="loss", n_models=4,
+    ...                        random_state=0).fit(X, y)
+    >>> audit.scores_.shape, audit.bound_ is None
+    ((4, 569), True)
+    >>> bool(audit.roc_auc_ > 0.5)
+    True
+    """
+
+    def __init__(
+        self,
+        estimator=None,
+        *,
+        attack="lira",
+        n_models: int = 16,
+        member_rate: float = 0.5,
+        metric: str = "auc",
+        fpr: float = 0.001,
+        sampling: str = "exact",
+        delta: float = 1e-5,
+        confidence: float = 0.95,
+        random_state=None,
+        n_jobs: int | None = None,
+        verbose: int = 0,
+    ):
+        self.estimator = estimator
+        self.attack = attack
+        self.n_models = n_models
+        self.member_rate = member_rate
+        self.metric = metric
+        self.fpr = fpr
+        self.sampling = sampling
+        self.delta = delta
+        self.confidence = confidence
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ helpers
+    def _validate(self, estimator):
+        n_models = check_int(_OWNER, "n_models", self.n_models, 2, None,
+                             why="each model is attacked with the others as references.")
+        member_rate = check_interval(_OWNER, "member_rate", self.member_rate, 0, 1, closed="neither")
+        metric = _metric_name(self.metric)
+        check_interval(_OWNER, "fpr", self.fpr, 0, 1, closed="neither")
+        check_option(_OWNER, "sampling", self.sampling, _SAMPLING)
+        check_interval(_OWNER, "delta", self.delta, 0, 1, closed="left")
+        check_interval(_OWNER, "confidence", self.confidence, 0, 1, closed="neither")
+        if not isinstance(self.verbose, numbers.Integral):
+            raise TypeError(f"{_OWNER}: verbose must be an integer; got {self.verbose!r}.")
+        attack = get_attack(self.attack)
+        validate = getattr(attack, "validate", None)
+        if validate is not None:
+            validate(estimator, n_models=n_models, member_rate=member_rate)
+        return attack, metric
+
+    def _log(self, message):
+        if self.verbose:
+            print(f"[{_OWNER}] {message}", flush=True)
+
+    def _play(self, estimator, X, y, fit_params, attack):
+        self._log(f"membership game: {self.n_models} models, attack {attack!r}")
+        game = play_membership_game(
+            estimator, X, y, n_models=self.n_models, member_rate=self.member_rate,
+            sampling=self.sampling, random_state=self.random_state, n_jobs=self.n_jobs,
+            verbose=self.verbose, fit_params=fit_params, inspect=_stated_bound,
+        )
+        self._log("scoring every (target, row) pair")
+        scores = np.asarray(attack.score(game), dtype=np.float64)
+        if scores.shape != game.membership.shape:
+            raise ValueError(
+                f"{_OWNER}: the attack returned scores of shape {scores.shape}; expected "
+                f"{game.membership.shape} (n_models, n_samples)."
+            )
+        return game, scores
+
+    def _metric_value(self, metric, membership, scores):
+        funcs = {
+            "auc": mi_roc_auc,
+            "tpr_at_fpr": partial(tpr_at_fpr, fpr=self.fpr),
+            "advantage": membership_advantage,
+            "positive_accuracy": positive_accuracy,
+            "empirical_epsilon": partial(empirical_epsilon, delta=self.delta, confidence=self.confidence),
+        }
+        return float(funcs[metric](membership, scores))
+
+    def _bound(self, game, scores):
+        stated = [b for b in (game.inspected or []) if b is not None]
+        if not stated:
+            return None, None, None
+        kinds = {b.kind for b in stated}
+        if len(kinds) > 1:  # pragma: no cover - one estimator states one kind
+            raise ValueError(f"{_OWNER}: the models state different kinds of bounds: {kinds}.")
+        kind = kinds.pop()
+        members = game.membership.sum(axis=1)
+        n_train = [b.details.get("n_train") for b in stated]
+        subsampled = any(t is not None and t != k for t, k in zip(n_train, members))
+        if kind == "mip":
+            eta = max(b.value for b in stated)
+            if self.member_rate != 0.5:
+                warnings.warn(
+                    f"{_OWNER}: eta-MIP (Definition 1 with k = n/2) bounds TPR - FPR by 2 eta only "
+                    f"when members are half of the pool; member_rate={self.member_rate}. "
+                    "bound_holds_ is not computed; use member_rate=0.5.",
+                    UserWarning, stacklevel=3,
+                )
+                return eta, None, None
+            if subsampled:
+                warnings.warn(
+                    f"{_OWNER}: the audited models were trained on a subsample of the game's "
+                    "member set (n_train_ differs), so the game's membership is not their "
+                    "D_train and the check is not Definition 1. For an exact audit use "
+                    "MIPNoiseWrapper(..., train_size=1.0).",
+                    UserWarning, stacklevel=3,
+                )
+            if self.sampling != "exact":
+                warnings.warn(
+                    f"{_OWNER}: Definition 1 draws D_train as an exact half; sampling="
+                    f"{self.sampling!r} makes the check approximate. Use sampling='exact'.",
+                    UserWarning, stacklevel=3,
+                )
+            check = check_mip_bound(game.membership, scores, eta, confidence=self.confidence)
+            return eta, check.holds, check
+        # positive accuracy
+        bounds = [_positive_accuracy_game_bound(b, self.member_rate) for b in stated]
+        if any(b is None for b in bounds):
+            return None, None, None
+        bound = max(bounds)
+        if self.sampling != "bernoulli":
+            warnings.warn(
+                f"{_OWNER}: Theorem 3.3 assumes records are sampled independently; "
+                f"sampling={self.sampling!r} makes the positive-accuracy check approximate. "
+                "Use sampling='bernoulli'.",
+                UserWarning, stacklevel=3,
+            )
+        check = check_positive_accuracy_bound(game.membership, scores, bound, confidence=self.confidence)
+        return bound, check.holds, check
+
+    # ------------------------------------------------------------------ API
+    def fit(self, X: ArrayLike, y: ArrayLike | None = None, **fit_params):
+        """Play the membership game with clones of ``estimator`` on ``(X, y)`` and attack it.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The audit pool.
+        y : array-like of shape (n_samples,), default=None
+            Targets.
+        **fit_params : dict
+            Passed to every fit of the estimator.
+
+        Returns
+        -------
+        self : MIAttackScorer
+
+        Raises
+        ------
+        ValueError
+            If ``estimator`` is None, a parameter is invalid, or a member set lacks a class.
+        TypeError
+            If the attack cannot use the estimator (e.g. LiRA without ``predict_proba``).
+        """
+        if self.estimator is None:
+            raise ValueError(
+                f"{_OWNER}: estimator is None. Pass the training algorithm to audit, "
+                "MIAttackScorer(estimator).fit(X, y), or call the scorer as scorer(estimator, X, y)."
+            )
+        attack, _ = self._validate(self.estimator)
+        game, scores = self._play(self.estimator, X, y, fit_params, attack)
+        m = game.membership
+        self._log("metrics and bound check")
+        bound, holds, check = self._bound(game, scores)
+        fitted = {
+            "scores_": scores,
+            "membership_": m,
+            "attack_": attack,
+            "roc_auc_": mi_roc_auc(m, scores),
+            "tpr_at_fpr_": float(tpr_at_fpr(m, scores, self.fpr)),
+            "advantage_": membership_advantage(m, scores),
+            "positive_accuracy_": positive_accuracy(m, scores),
+            "empirical_epsilon_": empirical_epsilon(m, scores, delta=self.delta, confidence=self.confidence),
+            "bound_": bound,
+            "bound_holds_": holds,
+            "bound_check_": check,
+        }
+        for name in _FITTED:
+            self.__dict__.pop(name, None)
+        self.__dict__.update(fitted)
+        return self
+
+    def __call__(self, estimator, X: ArrayLike, y: ArrayLike | None = None) -> float:
+        """Scorer protocol: the negated leakage of ``estimator``'s training algorithm on ``(X, y)``.
+
+        Parameters
+        ----------
+        estimator : estimator instance
+            Fitted or not: clones (unfitted, same parameters) play the game on ``(X, y)``.
+        X, y : array-like
+            The pool (in cross-validation, the held-out fold).
+
+        Returns
+        -------
+        float
+            ``-metric``: greater is better (less leakage), as scikit-learn scorers require.
+        """
+        attack, metric = self._validate(estimator)
+        game, scores = self._play(estimator, X, y, {}, attack)
+        return -self._metric_value(metric, game.membership, scores)
+
+    @property
+    def name(self) -> str:
+        """The scorer's name in scikit-learn's convention, e.g. ``"neg_mi_auc"``."""
+        return f"neg_mi_{_metric_name(self.metric)}"
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = True
+        tags.target_tags.required = False
+        return tags
+
+
+def make_mi_scorer(
+    attack="lira",
+    *,
+    metric: str = "auc",
+    n_models: int = 16,
+    member_rate: float = 0.5,
+    fpr: float = 0.001,
+    sampling: str = "exact",
+    delta: float = 1e-5,
+    confidence: float = 0.95,
+    random_state=None,
+    n_jobs: int | None = None,
+    verbose: int = 0,
+) -> MIAttackScorer:
+    """A membership-inference scorer for ``GridSearchCV`` / ``cross_validate``.
+
+    Returns ``MIAttackScorer(estimator=None, ...)``: called as ``scorer(estimator, X, y)``
+    it plays the membership game with clones of ``estimator`` on ``(X, y)`` and returns the
+    chosen leakage metric negated (greater is better). Parameters are those of
+    :class:`MIAttackScorer`.
+
+    Notes
+    -----
+    In cross-validation the game is played on each held-out fold, so every model of the
+    game trains on ``member_rate`` of a fold: the leakage measured is that of the training
+    algorithm at that data size. ``random_state=None`` draws a fresh game at every call; fix
+    it to compare candidates on the same member sets.
+
+    Examples
+    --------
+    >>> make_mi_scorer("loss", metric="advantage", n_models=8)
+    MIAttackScorer(attack='loss', metric='advantage', n_models=8)
+    >>> make_mi_scorer(metric="tpr_at_fpr").name
+    'neg_mi_tpr_at_fpr'
+    """
+    return MIAttackScorer(
+        None, attack=attack, n_models=n_models, member_rate=member_rate, metric=metric,
+        fpr=fpr, sampling=sampling, delta=delta, confidence=confidence,
+        random_state=random_state, n_jobs=n_jobs, verbose=verbose,
+    )
