@@ -121,3 +121,22 @@ def test_glir_audit_on_real_gradients_fig2b(net, data):
     assert auc <= analytic_auc + 3 * np.sqrt(161 / (12 * 80 * 80))
     assert gaussian_tradeoff(0.1, gmip_mu_step(n, d)) < 0.9  # the bound is informative here
     assert glir is not None
+
+
+def test_k_step_audit_sums_log_p_values(net, data):
+    glir = pytest.importorskip("skmip.attacks.glir")
+    from skmip.nn import glir_audit
+
+    X, y = data
+    batch, queries, background = np.arange(400, 416), np.arange(400, 432), slice(200, 400)
+    args = (net, X[batch], y[batch], X[queries], y[queries], X[background], y[background])
+    one = glir_audit(*args, include=["output.*"], ridge=1e-3, n_steps=1, lr=0.1, return_log_p=True)
+    two = glir_audit(*args, include=["output.*"], ridge=1e-3, n_steps=2, lr=0.1, return_log_p=True)
+    assert one.shape == two.shape == (32,)
+    assert np.all(two <= one + 1e-9)  # log p-values are <= 0 and add up over steps
+    # The second step's log p-values are those of a one-step audit from the updated net.
+    nets, _ = sgd_step_gradients(net, X[batch], y[batch], n_steps=2, lr=0.1, include=["output.*"])
+    second = glir_audit(nets[1], *args[1:], include=["output.*"], ridge=1e-3, n_steps=1, lr=0.1,
+                        return_log_p=True)
+    np.testing.assert_allclose(two, one + second, rtol=1e-6, atol=1e-6)
+    assert glir is not None

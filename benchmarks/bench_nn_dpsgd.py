@@ -1,0 +1,92 @@
+"""DP-SGD (Opacus, Poisson sampling) epoch time vs non-private skorch on the same net.
+
+Same module (MLP 64 -> 64 -> 10 on ``load_digits``), same optimizer, learning rate and
+(expected) batch size; the private net adds per-sample gradients (Opacus hooks),
+clipping, noise and the accountant. Runs are interleaved and the best epoch time of each
+is reported, so a change in the load of the shared machine hits both alike.
+
+Run::
+
+    /work/venv/bin/python benchmarks/bench_nn_dpsgd.py [--device cuda]
+
+Writes ``benchmarks/results/nn_dpsgd.md`` (ignored by git); ``docs/nn.md`` quotes it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+from sklearn.base import clone
+from sklearn.datasets import load_digits
+from sklearn.preprocessing import StandardScaler
+
+from skmip.nn import DPNeuralNetClassifier, MLPModule, NeuralNetClassifier
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--batch-size", type=int, default=64)
+    args = parser.parse_args()
+    load_at_start = os.getloadavg()[0]
+    X, y = load_digits(return_X_y=True)
+    X = StandardScaler().fit_transform(X).astype(np.float32)
+    common = dict(
+        module__n_features=64, module__n_outputs=10, module__hidden=(64,), lr=0.1,
+        max_epochs=args.epochs, batch_size=args.batch_size, random_state=0, verbose=0,
+        device=args.device,
+    )
+    plain = NeuralNetClassifier(MLPModule, iterator_train__shuffle=True, **common)
+    private = DPNeuralNetClassifier(MLPModule, noise_multiplier=1.0, max_grad_norm=1.0, **common)
+
+    def run(net):
+        if args.device.startswith("cuda"):
+            torch.cuda.synchronize()
+        t = time.perf_counter()
+        fitted = clone(net).fit(X, y)
+        if args.device.startswith("cuda"):
+            torch.cuda.synchronize()
+        return (time.perf_counter() - t) / args.epochs, fitted
+
+    warnings.simplefilter("ignore")
+    run(plain), run(private)  # warm-up: imports, allocator
+    best = {"plain": np.inf, "private": np.inf}
+    for _ in range(args.repeats):
+        for name, net in (("plain", plain), ("private", private)):
+            t, fitted = run(net)
+            best[name] = min(best[name], t)
+            if name == "private":
+                eps = fitted.epsilon_
+    text = "\n".join(
+        [
+            f"# DP-SGD epoch time (torch {torch.__version__}, device {args.device}, "
+            f"{torch.get_num_threads()} threads, load average {load_at_start:.1f} at the start)",
+            "",
+            f"MLP 64-64-10 on load_digits ({len(X)} rows), SGD lr 0.1, batch {args.batch_size}, "
+            f"best epoch time of {args.repeats} interleaved fits of {args.epochs} epochs:",
+            "",
+            "| net | seconds / epoch | ratio |",
+            "|---|---|---|",
+            f"| skmip.nn.NeuralNetClassifier (non-private) | {best['plain']:.3f} | 1.0 |",
+            f"| DPNeuralNetClassifier (Opacus, Poisson, sigma=1, C=1) | {best['private']:.3f} | "
+            f"{best['private'] / best['plain']:.1f}x |",
+            "",
+            f"epsilon spent after {args.epochs} epochs (RDP, delta = 1/(10n)): {eps:.2f}",
+        ]
+    )
+    print(text)
+    out = Path(__file__).parent / "results"
+    out.mkdir(exist_ok=True)
+    (out / f"nn_dpsgd_{args.device.split(':')[0]}.md").write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
