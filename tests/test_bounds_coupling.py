@@ -1,0 +1,349 @@
+"""The coupling bound (skmip.bounds.coupling): formulas, confidence, calibration, exact audits."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+from sklearn.base import BaseEstimator
+
+from skmip.attacks.bayes import exact_mip_advantage
+from skmip.bounds import (
+    CouplingCalibration,
+    coupling_eta,
+    coupling_eta_per_target,
+    coupling_eta_upper,
+    coupling_noise_scale,
+    gaussian_tv,
+)
+from skmip.sensitivity import estimate_swap_deltas
+from skmip.statistic import Statistic
+
+
+# --------------------------------------------------------------------------- Gaussian TV
+
+
+def test_gaussian_tv_matches_numerical_integration_in_one_dimension():
+    for delta in [0.0, 0.3, 1.0, 2.5, 7.0]:
+        tv, _ = integrate.quad(
+            lambda x: 0.5 * abs(stats.norm.pdf(x) - stats.norm.pdf(x, loc=delta)), -12, 12 + delta,
+            points=[delta / 2], limit=200,
+        )
+        assert gaussian_tv(delta) == pytest.approx(tv, abs=1e-9)
+        assert gaussian_tv(delta) == pytest.approx(2 * stats.norm.cdf(delta / 2) - 1, abs=1e-15)
+
+
+def test_gaussian_tv_is_dimension_free_for_a_common_covariance():
+    # TV = P_0(A) - P_1(A) for the likelihood-ratio set A; estimated by Monte Carlo in d = 7
+    # with a correlated covariance. The per-draw indicator difference is bounded, so the
+    # 5-sigma band of the mean is a valid tolerance.
+    rng = np.random.default_rng(0)
+    d = 7
+    L = np.tril(rng.normal(size=(d, d))) + 3 * np.eye(d)
+    a = rng.normal(size=d)
+    Sinv = np.linalg.inv(L @ L.T)
+    delta = math.sqrt(a @ Sinv @ a)
+    m = 200_000
+    x0 = rng.normal(size=(m, d)) @ L.T
+    x1 = rng.normal(size=(m, d)) @ L.T + a
+    # log p1/p0 > 0  <=>  a' S^-1 x > a' S^-1 a / 2
+    in0 = (x0 @ Sinv @ a) > (a @ Sinv @ a) / 2
+    in1 = (x1 @ Sinv @ a) > (a @ Sinv @ a) / 2
+    est = in1.mean() - in0.mean()
+    se = math.sqrt(in1.var() / m + in0.var() / m)
+    assert abs(est - gaussian_tv(delta)) < 5 * se
+
+
+def test_gaussian_tv_rejects_negative_and_nan():
+    with pytest.raises(ValueError, match="delta must be >= 0"):
+        gaussian_tv(-1.0)
+    with pytest.raises(ValueError):
+        gaussian_tv([0.1, np.nan])
+
+
+# --------------------------------------------------------------------------- point estimate
+
+
+def test_per_target_mean_is_the_prior_weighted_average_tv():
+    deltas = np.array([[0.5, 1.0, 2.0], [0.0, np.inf, 1.0]])
+    s = 1.7
+    expected = 0.5 * (2 * stats.norm.cdf(deltas / (2 * s)) - 1).mean(axis=1)
+    np.testing.assert_allclose(coupling_eta_per_target(deltas, s), expected, rtol=1e-13)
+    assert coupling_eta(deltas, s) == pytest.approx(expected.max())
+    # k/n = 0.2: the advantage bound carries min(q, 1 - q) = 0.2 instead of 1/2.
+    np.testing.assert_allclose(
+        coupling_eta_per_target(deltas, s, train_fraction=0.2), expected * 0.4, rtol=1e-13
+    )
+    # The three layouts agree: (draws,), (targets, draws), (targets, draws, pairs).
+    assert coupling_eta_per_target(deltas[0], s)[0] == pytest.approx(expected[0])
+    np.testing.assert_allclose(
+        coupling_eta_per_target(deltas.reshape(2, 1, 3), s), expected, rtol=1e-13
+    )
+
+
+def test_point_estimate_decreases_with_the_noise_scale():
+    deltas = np.random.default_rng(1).exponential(size=(5, 40))
+    values = [coupling_eta(deltas, s) for s in [0.1, 0.5, 1.0, 3.0, 10.0]]
+    assert all(a > b for a, b in zip(values, values[1:]))
+    assert values[0] < 0.5
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(deltas=[[-0.1, 1.0]], noise_scale=1.0), ">= 0"),
+        (dict(deltas=np.zeros((2, 2, 2, 2)), noise_scale=1.0), "shape"),
+        (dict(deltas=[[1.0]], noise_scale=0.0), "noise_scale"),
+        (dict(deltas=[[1.0]], noise_scale=1.0, train_fraction=1.0), "train_fraction"),
+    ],
+)
+def test_point_estimate_validation(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        coupling_eta(**kwargs)
+
+
+# --------------------------------------------------------------------------- confidence bound
+
+
+def _maurer_pontil(y, c, n_targets, alpha):
+    """Theorem 4 of Maurer & Pontil (2009), written out for one target, range [0, c]."""
+    m = y.size
+    log = math.log(2 * n_targets / alpha)
+    var = np.var(y, ddof=1)
+    return min(c, y.mean() + math.sqrt(2 * var * log / m) + 7 * c * log / (3 * (m - 1)))
+
+
+def test_upper_bound_is_theorem_4_with_a_union_bound():
+    rng = np.random.default_rng(2)
+    deltas = rng.gamma(2.0, 0.5, size=(6, 300, 3))
+    s = 2.0
+    y = 0.5 * (2 * stats.norm.cdf(deltas / (2 * s)) - 1).mean(axis=2)
+    expected = max(_maurer_pontil(y[i], 0.5, 6, 0.1) for i in range(6))
+    assert coupling_eta_upper(deltas, s, confidence=0.9) == pytest.approx(expected, rel=1e-12)
+
+
+def test_upper_bound_covers_the_true_means_at_least_at_the_stated_rate():
+    # 8 targets whose distances are exponential with known scales: the true mean of the TV
+    # term is an integral we compute by quadrature. Over 300 independent replications
+    # (fixed seeds) the per-target bounds must cover every target at once in at least 90%
+    # of them. Were the coverage exactly 0.9, the count would fall at or below `low` with
+    # probability < 1e-3 (binomial lower tail).
+    from skmip.bounds.coupling import _ucb_per_target
+
+    scales = np.linspace(0.2, 2.0, 8)
+    s = 1.5
+
+    def true_mean(scale):
+        f = lambda t: 0.5 * math.erf(t / (s * math.sqrt(8))) * math.exp(-t / scale) / scale  # noqa: E731
+        return integrate.quad(f, 0, np.inf)[0]
+
+    truth = np.array([true_mean(b) for b in scales])
+    covered = 0
+    for rep in range(300):
+        rng = np.random.default_rng(1000 + rep)
+        deltas = rng.exponential(scales[:, None], size=(8, 60))
+        ub, _ = _ucb_per_target(deltas[:, :, None], s, 0.5, 0.1)
+        assert ub.max() == pytest.approx(coupling_eta_upper(deltas, s, confidence=0.9))
+        covered += bool(np.all(ub >= truth))
+    low = stats.binom.ppf(1e-3, 300, 0.9) - 1
+    assert stats.binom.cdf(low, 300, 0.9) < 1e-3
+    assert covered > low
+
+
+def test_upper_bound_needs_two_draws():
+    with pytest.raises(ValueError, match="at least 2 independent draws"):
+        coupling_eta_upper([[1.0], [2.0]], 1.0)
+
+
+# --------------------------------------------------------------------------- calibration
+
+
+def test_point_calibration_solves_the_point_estimate_exactly():
+    rng = np.random.default_rng(3)
+    deltas = rng.lognormal(size=(10, 50))
+    for eta in [0.05, 0.1, 0.3]:
+        cal = coupling_noise_scale(deltas, eta, confidence=None)
+        assert isinstance(cal, CouplingCalibration)
+        assert cal.confidence is None and cal.eta_upper is None
+        assert coupling_eta(deltas, cal.noise_scale) == pytest.approx(eta, rel=1e-9)
+        assert cal.noise_scale == cal.noise_scale_point
+
+
+def test_confident_calibration_is_on_the_grid_and_every_larger_grid_point_passes():
+    rng = np.random.default_rng(4)
+    deltas = rng.gamma(1.5, 1.0, size=(30, 400, 2))
+    G = 64
+    cal = coupling_noise_scale(deltas, 0.1, confidence=0.95, grid_resolution=G)
+    j = G * math.log2(cal.noise_scale)
+    assert j == pytest.approx(round(j), abs=1e-9)
+    assert cal.eta_upper <= 0.1
+    assert cal.eta_upper == pytest.approx(coupling_eta_upper(deltas, cal.noise_scale, confidence=0.95))
+    assert cal.eta_point == pytest.approx(coupling_eta(deltas, cal.noise_scale))
+    # Minimal on the grid: one step down fails ...
+    assert coupling_eta_upper(deltas, 2 ** ((round(j) - 1) / G), confidence=0.95) > 0.1
+    # ... and every grid point above passes (the property the validity argument needs).
+    for jj in range(round(j), round(j) + 3 * G):
+        assert coupling_eta_upper(deltas, 2 ** (jj / G), confidence=0.95) <= 0.1
+    # The confidence costs noise: more than the point estimate, less than twice here.
+    assert cal.noise_scale_point < cal.noise_scale < 2 * cal.noise_scale_point
+
+
+def test_confident_calibration_keeps_its_promise_over_replications():
+    # Known truth: per target, the distances are exponential with a known scale; the true
+    # max-over-targets mean at the calibrated s must be <= eta in >= 95% of replications
+    # (binomial lower tail as above).
+    scales = np.array([0.3, 0.6, 1.0, 1.2])
+
+    def true_max_mean(s):
+        f = lambda t, b: 0.5 * math.erf(t / (s * math.sqrt(8))) * math.exp(-t / b) / b  # noqa: E731
+        return max(integrate.quad(f, 0, np.inf, args=(b,))[0] for b in scales)
+
+    ok = 0
+    for rep in range(200):
+        rng = np.random.default_rng(5000 + rep)
+        deltas = rng.exponential(scales[:, None], size=(4, 120))
+        cal = coupling_noise_scale(deltas, 0.15, confidence=0.95, grid_resolution=32)
+        ok += true_max_mean(cal.noise_scale) <= 0.15
+    low = stats.binom.ppf(1e-3, 200, 0.95) - 1
+    assert ok > low
+
+
+def test_calibration_says_how_many_rounds_are_needed():
+    deltas = np.ones((500, 50))
+    with pytest.raises(ValueError, match=r"n_rounds >= \d+"):
+        coupling_noise_scale(deltas, 0.05)
+    # With the point estimate the same deltas are fine.
+    assert coupling_noise_scale(deltas, 0.05, confidence=None).noise_scale > 0
+
+
+def test_calibration_edge_cases():
+    # Nothing moves: no noise is needed.
+    cal = coupling_noise_scale(np.zeros((3, 100)), 0.1)
+    assert cal.noise_scale == 0.0 and cal.eta_point == 0.0
+    # eta at or above min(q, 1 - q): every mechanism qualifies.
+    assert coupling_noise_scale(np.ones((3, 10)), 0.5).noise_scale == 0.0
+    # Infinite distances (an un-noised coordinate moved) with mass above eta: impossible.
+    deltas = np.ones((2, 100))
+    deltas[0, :30] = np.inf
+    with pytest.raises(ValueError, match="infinite"):
+        coupling_noise_scale(deltas, 0.1, confidence=None)
+    with pytest.raises(ValueError, match="eta must be in"):
+        coupling_noise_scale(deltas, 0.0)
+    with pytest.raises(ValueError, match="confidence"):
+        coupling_noise_scale(np.ones((2, 100)), 0.1, confidence=1.0)
+
+
+def test_doc_example_value_for_the_mean_of_four_points():
+    # Mean of {0, 1, 2, 3}, k = 2, w = 1: exhaustive deltas |e - x*| / 2.
+    x = np.array([0.0, 1.0, 2.0, 3.0])
+    deltas = [[abs(e - t) / 2 for e in x if e != t] for t in x]
+
+    def excess(s):
+        return max(np.mean([stats.norm.cdf(d / (2 * s)) - 0.5 for d in row]) for row in deltas) - 0.1
+
+    from scipy.optimize import brentq
+
+    assert coupling_noise_scale(deltas, 0.1, confidence=None).noise_scale == pytest.approx(
+        brentq(excess, 0.1, 10), rel=1e-9
+    )
+
+
+# --------------------------------------------------------------------------- exact audits
+
+
+def _exact_sigma(fn, data, n):
+    outputs = np.array([fn(*[part[list(h)] for part in data]) for h in itertools.combinations(range(n), n // 2)])
+    return outputs.std(axis=0)
+
+
+def _gaussian_noise(sd):
+    d = sd.size
+    return (
+        lambda m, rng: rng.normal(size=(m, d)) * sd,
+        lambda x: -0.5 * ((x / sd) ** 2).sum(axis=1),
+    )
+
+
+def _audit(fn, data, deltas, sd_unit, eta, n_mc, seed):
+    """Calibrate on exhaustive deltas, then run the exact Bayes-optimal attacker."""
+    cal = coupling_noise_scale(deltas, eta, confidence=None)
+    sampler, logpdf = _gaussian_noise(cal.noise_scale * sd_unit)
+    audit = exact_mip_advantage(
+        fn, data if len(data) > 1 else data[0], noise_sampler=sampler, noise_logpdf=logpdf,
+        n_mc=n_mc, random_state=seed,
+    )
+    bound = coupling_eta_per_target(deltas, cal.noise_scale)
+    return cal, audit, bound
+
+
+@pytest.mark.parametrize("eta", [0.05, 0.1, 0.2, 0.3])
+def test_exact_audit_one_outlier_mean_the_bound_is_tight(eta):
+    # One outlier among identical records: D_out always averages zeros and D_in always
+    # holds the outlier, so P_in and P_out are two Gaussians and the coupling bound is an
+    # equality for the outlier. The optimal attacker must reach eta, not exceed it.
+    n, d = 12, 1
+    X = np.zeros((n, d))
+    X[0] = 1.0
+    sd = _exact_sigma(lambda A: A.mean(0), (X,), n)
+    res = estimate_swap_deltas(Statistic("mean"), X, scale=sd, engine="exact")
+    assert res.exhaustive and res.distances.shape == (n, math.comb(n - 1, n // 2), n // 2)
+    cal, audit, bound = _audit(lambda A: A.mean(0), (X,), res.distances, sd, eta, 4000, 11)
+    assert bound[0] == pytest.approx(eta, rel=1e-9)
+    assert abs(audit.advantage[0] - eta) < 4 * audit.std_error[0]
+    assert np.all(audit.advantage <= bound + 4 * audit.std_error)
+
+
+@pytest.mark.parametrize("d", [5, 100])
+def test_exact_audit_gaussian_means_never_exceed_eta(d):
+    n = 12 if d <= 5 else 10
+    X = np.random.default_rng(d).normal(size=(n, d))
+    sd = _exact_sigma(lambda A: A.mean(0), (X,), n)
+    res = estimate_swap_deltas(Statistic("mean"), X, scale=sd, engine="exact")
+    for eta in [0.05, 0.1, 0.2, 0.3]:
+        cal, audit, bound = _audit(lambda A: A.mean(0), (X,), res.distances, sd, eta, 2000, 12)
+        assert bound.max() == pytest.approx(eta, rel=1e-9)
+        # Per target: advantage <= coupling bound; overall: the 0.999 upper bound < eta.
+        assert np.all(audit.advantage <= bound + 4 * audit.std_error)
+        assert audit.upper_confidence_bound(0.999).max() < eta
+
+
+class _TinyLogit(BaseEstimator):
+    """L2 logistic regression by Newton's method; defined on one-class subsets too."""
+
+    def __init__(self, C=1.0):
+        self.C = C
+
+    def fit(self, X, y):
+        Xa = np.c_[X, np.ones(len(X))]
+        reg = np.r_[np.ones(X.shape[1]), 0.0]
+        theta = np.zeros(Xa.shape[1])
+        for _ in range(100):
+            p = 1 / (1 + np.exp(-Xa @ theta))
+            grad = self.C * Xa.T @ (p - y) + reg * theta
+            # A tiny intercept penalty keeps one-class subsets finite (like a prior).
+            hess = self.C * (Xa.T * (p * (1 - p))) @ Xa + np.diag(reg + 1e-2 * (reg == 0))
+            step = np.linalg.solve(hess, grad + 1e-2 * (reg == 0) * theta)
+            theta -= step
+            if np.abs(step).max() < 1e-12:
+                break
+        self.coef_, self.intercept_ = theta[None, :-1], theta[-1:]
+        return self
+
+
+def test_exact_audit_tiny_logistic_regression_never_exceeds_eta():
+    rng = np.random.default_rng(7)
+    n = 12
+    X = rng.normal(size=(n, 2))
+    y = (X[:, 0] + 0.5 * rng.normal(size=n) > 0).astype(float)
+
+    def fit(A, b):
+        m = _TinyLogit(C=1.0).fit(A, b)
+        return np.r_[m.coef_.ravel(), m.intercept_]
+
+    sd = _exact_sigma(fit, (X, y), n)
+    res = estimate_swap_deltas(_TinyLogit(C=1.0), X, y, scale=sd, engine="exact", params=["coef_", "intercept_"])
+    for eta in [0.05, 0.1, 0.2, 0.3]:
+        cal, audit, bound = _audit(fit, (X, y), res.distances, sd, eta, 2000, 13)
+        assert np.all(audit.advantage <= bound + 4 * audit.std_error)
+        assert audit.upper_confidence_bound(0.999).max() < eta
