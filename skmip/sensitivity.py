@@ -216,8 +216,10 @@ class LossBlock(NamedTuple):
     ----------
     index : ndarray of int, shape (D_b,)
         Positions of the block's coordinates in the adapter's parameter vector. Coordinates
-        in no block are constant (not fitted, e.g. an intercept with
-        ``fit_intercept=False``).
+        in no block are taken to be constant.
+    theta : ndarray of shape (D_b,)
+        :math:`\hat\theta_H` in the block's coordinates; checked against the adapter's
+        vector at ``index``, which catches a layout mismatch.
     gradients : ndarray of shape (n_samples, D_b)
         :math:`\nabla\ell_i(\hat\theta_H)` for *every* row of :math:`\mathcal{D}`.
     hessian : ndarray of shape (D_b, D_b)
@@ -230,6 +232,7 @@ class LossBlock(NamedTuple):
     """
 
     index: np.ndarray
+    theta: np.ndarray
     gradients: np.ndarray
     hessian: np.ndarray
     regularizer_gradient: np.ndarray
@@ -333,7 +336,7 @@ class _LogisticLoss:
             curv = d2loss(u0[fit_rows], fit_rows)
             hess = (Xa[fit_rows].T * curv) @ Xa[fit_rows] + np.diag(reg)
             index = np.arange(d) if not fit_intercept else np.r_[np.arange(d), n_coef]
-            return [LossBlock(index, grads, hess, reg * theta, GLMTerms(Xa, u0, dloss, d2loss))]
+            return [LossBlock(index, theta, grads, hess, reg * theta, GLMTerms(Xa, u0, dloss, d2loss))]
         # Multinomial: theta[c] = (w_c, b_c); layout positions c*d + f and n_coef + c.
         K = coef.shape[0]
         Theta = np.hstack([coef, intercept[:, None]]) if fit_intercept else coef
@@ -368,7 +371,7 @@ class _LogisticLoss:
             index[c * da : c * da + d] = c * d + np.arange(d)
             if fit_intercept:
                 index[c * da + d] = n_coef + c
-        return [LossBlock(index, grads, hess, np.tile(reg, K) * Theta.ravel())]
+        return [LossBlock(index, Theta.ravel(), grads, hess, np.tile(reg, K) * Theta.ravel())]
 
 
 class _LeastSquaresLoss:
@@ -418,7 +421,7 @@ class _LeastSquaresLoss:
             index = t * d + np.arange(d)
             if fit_intercept:
                 index = np.r_[index, n_coef + t]
-            out.append(LossBlock(index, grads, gram + np.diag(reg), reg * theta, GLMTerms(Xa, u0, dloss, d2loss)))
+            out.append(LossBlock(index, theta, grads, gram + np.diag(reg), reg * theta, GLMTerms(Xa, u0, dloss, d2loss)))
         return out
 
 
@@ -1051,6 +1054,7 @@ def estimate_swap_deltas(
         yd = None if y is None else np.asarray(y)
         sw = fit_params.get("sample_weight")
         blocks = loss.blocks(probe, Xd, yd, probe_rows, sw)
+        _check_layout(blocks, theta0, estimator)
         glm = all(b.glm is not None for b in blocks)
         if engine == "influence?":
             engine = "newton" if glm else "influence"
@@ -1102,6 +1106,19 @@ def estimate_swap_deltas(
     rounds = Parallel(n_jobs=n_jobs, verbose=max(0, verbose - 1))(jobs)
     dist = np.stack(rounds, axis=1)
     return SwapDeltas(dist, k, engine, "all" if all_pairs else "sampled")
+
+
+def _check_layout(blocks, theta, estimator):
+    index = np.concatenate([b.index for b in blocks])
+    ok = index.size == np.unique(index).size and index.size and index.max() < theta.size
+    if ok:
+        ok = all(np.allclose(theta[b.index], b.theta, rtol=1e-10, atol=1e-12) for b in blocks)
+    if not ok:
+        raise ValueError(
+            f"{_OWNER}: the smooth loss registered for {type(estimator).__name__} does not match "
+            "the parameter adapter's layout (block indices or values differ); fix the loss's "
+            "LossBlock.index, or use engine='refit'."
+        )
 
 
 def _check_scale_size(whitener, theta):
