@@ -227,3 +227,13 @@ def test_multiclass_logistic_regression():
     X = StandardScaler().fit_transform(X)
     clf = DPSGDLogisticRegression(noise_multiplier=0.5, max_epochs=5, batch_size=32, random_state=0).fit(X, y)
     assert clf.coef_.shape == (3, 4) and clf.predict(X).shape == (150,)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cuda_dp_fit_is_seeded(data):
+    X, y = data
+    a = make(device="cuda").fit(X, y)
+    b = make(device="cuda").fit(X, y)
+    assert a.module_.output.weight.is_cuda
+    assert torch.equal(a.module_.output.weight, b.module_.output.weight)
+    assert a.accountant_.history == b.accountant_.history

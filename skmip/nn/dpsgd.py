@@ -296,7 +296,10 @@ class DPNeuralNetClassifier(NeuralNetClassifier):
         else:
             sample_gen = self._data_generator_
             noise_seed = int(torch.randint(0, 2**62, (1,), generator=sample_gen))
-            noise_gen = torch.Generator().manual_seed(noise_seed)
+            # Opacus draws the noise on the parameters' device with this generator, so it
+            # must live there too (a CPU generator cannot feed CUDA draws).
+            device = next(self.module_.parameters()).device
+            noise_gen = torch.Generator(device=device).manual_seed(noise_seed)
 
         B = int(self.batch_size)
         q = B / n
