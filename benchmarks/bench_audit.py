@@ -1,0 +1,197 @@
+"""Membership-inference audit benchmarks: attacks on real data, the MIP wrapper, game cost.
+
+Run:  python benchmarks/bench_audit.py [--section attacks|mip|cost|all] [--quick]
+
+1. **attacks** -- LOSS, LiRA (online with the automatic variance choice, online with per-row
+   variances, offline) and RMIA (online, offline) against overfitting models on bundled
+   datasets, with 16 and 64 models: AUC, TPR at 0.1% and 1% FPR, best advantage and the
+   Clopper-Pearson empirical epsilon (delta = 1e-5), all from one game per (target, K).
+2. **mip** -- ``MIPNoiseWrapper(LogisticRegression(), train_size=1.0)`` audited by online LiRA
+   for eta in {0.5, 0.3, 0.2, 0.1, 0.05} and both radius laws (the game's random half is the
+   wrapper's D_train: Izzo et al.'s Definition 1 exactly), against the un-noised model:
+   measured advantage, AUC, TPR@1% and the bound check of ``MIAttackScorer`` (margin: the
+   largest Clopper-Pearson-confident excess of TPR - FPR over 2 eta along the curve).
+3. **cost** -- wall time of the game against K plain fits, measured side by side in this run
+   (targets: <= 1.1x with n_jobs=1, close to 2x faster with n_jobs=2), and the peak memory of
+   the game against the size of the K fitted models it does not keep.
+
+Results are recorded in docs/auditing.md together with this command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import pickle
+import time
+import tracemalloc
+import warnings
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # joblib workers, not BLAS threads, parallelise
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+from sklearn.base import clone  # noqa: E402
+from sklearn.datasets import load_breast_cancer, load_digits  # noqa: E402
+from sklearn.ensemble import RandomForestClassifier  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
+from sklearn.neural_network import MLPClassifier  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
+
+from skmip.attacks import get_attack  # noqa: E402
+from skmip.game import play_membership_game  # noqa: E402
+from skmip.metrics import (  # noqa: E402
+    empirical_epsilon,
+    membership_advantage,
+    mi_roc_auc,
+    tpr_at_fpr,
+)
+
+ATTACKS = ["loss", "lira", "lira_local", "lira_offline", "rmia", "rmia_offline"]
+
+
+def _digits(n=None, seed=0):
+    X, y = load_digits(return_X_y=True)
+    X = X / 16.0
+    if n is not None:
+        rows = np.random.default_rng(seed).permutation(len(y))[:n]
+        X, y = X[rows], y[rows]
+    return X, y
+
+
+def _cancer():
+    X, y = load_breast_cancer(return_X_y=True)
+    return StandardScaler().fit_transform(X), y  # public preprocessing of the audit pool
+
+
+def _targets(quick):
+    targets = [
+        ("digits[400] LogReg(C=10)", LogisticRegression(C=10, max_iter=1000), _digits(400)),
+        ("breast_cancer RandomForest", RandomForestClassifier(n_estimators=100), _cancer()),
+    ]
+    if not quick:
+        targets.append(("digits MLP(64), alpha=0",
+                        MLPClassifier((64,), alpha=0.0, max_iter=200), _digits()))
+    return targets
+
+
+def section_attacks(quick, seed):
+    print("\n1. Attacks against overfitting models (one game per row; every (model, record) is a trial)")
+    header = f"{'target':<28}{'K':>4}{'attack':>14}{'AUC':>8}{'TPR@0.1%':>10}{'TPR@1%':>9}{'adv':>7}{'eps_lb':>8}"
+    print(header)
+    print("-" * len(header))
+    for name, est, (X, y) in _targets(quick):
+        for K in ((16,) if quick else (16, 64)):
+            t0 = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # MLP convergence warnings
+                game = play_membership_game(est, X, y, n_models=K, random_state=seed, n_jobs=-1)
+            fit_s = time.perf_counter() - t0
+            for attack in ATTACKS:
+                s = get_attack(attack).score(game)
+                m = game.membership
+                print(f"{name:<28}{K:>4}{attack:>14}{mi_roc_auc(m, s):>8.3f}"
+                      f"{tpr_at_fpr(m, s, 0.001):>10.4f}{tpr_at_fpr(m, s, 0.01):>9.4f}"
+                      f"{membership_advantage(m, s):>7.3f}{empirical_epsilon(m, s, delta=1e-5):>8.2f}")
+            print(f"{'':<28}({K} fits + predictions: {fit_s:.1f} s; {m.size} trials)")
+
+
+def section_mip(quick, seed):
+    from skmip import MIPNoiseWrapper
+    from skmip.scoring import MIAttackScorer
+
+    X, y = _cancer()
+    K = 16 if quick else 32
+    n_splits = 16 if quick else 64
+    print(f"\n2. MIPNoiseWrapper(LogisticRegression(), train_size=1.0, n_splits={n_splits}) on "
+          f"breast_cancer, online LiRA, K={K} ({K * len(y)} trials)")
+    header = f"{'model':<26}{'AUC':>7}{'TPR@1%':>8}{'adv':>7}{'2 eta':>7}{'margin':>8}{'holds':>7}"
+    print(header)
+    print("-" * len(header))
+
+    def row(label, audit, eta):
+        margin = f"{audit.bound_check_.margin:+.3f}" if audit.bound_check_ is not None else "-"
+        holds = str(audit.bound_holds_) if audit.bound_holds_ is not None else "-"
+        two_eta = f"{2 * eta:.2f}" if eta is not None else "-"
+        print(f"{label:<26}{audit.roc_auc_:>7.3f}{audit.tpr_at_fpr_:>8.4f}{audit.advantage_:>7.3f}"
+              f"{two_eta:>7}{margin:>8}{holds:>7}")
+
+    clean = MIAttackScorer(LogisticRegression(), n_models=K, fpr=0.01, random_state=seed, n_jobs=-1).fit(X, y)
+    row("un-noised", clean, None)
+    for radius in ("gamma", "laplace"):
+        for eta in (0.5, 0.3, 0.2, 0.1, 0.05):
+            wrapper = MIPNoiseWrapper(LogisticRegression(), eta=eta, n_splits=n_splits, train_size=1.0,
+                                      radius=radius)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the Laplace radius' PrivacyWarning
+                audit = MIAttackScorer(wrapper, n_models=K, fpr=0.01, random_state=seed, n_jobs=-1).fit(X, y)
+            row(f"eta={eta:<5} radius={radius}", audit, eta)
+
+
+def _fit_only(est, X, y, members):
+    for rows in members:
+        clone(est).fit(X[rows], y[rows])
+
+
+def section_cost(quick, seed, repeats):
+    X, y = _digits()
+    K = 16
+    print(f"\n3. Cost of the game on digits ({len(y)} rows, 10 classes), K={K}, median of {repeats} runs")
+    models = [("LogisticRegression", LogisticRegression(max_iter=1000))]
+    if not quick:
+        models.append(("MLP(64), max_iter=100", MLPClassifier((64,), max_iter=100, random_state=0)))
+    for label, est in models:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            game = play_membership_game(est, X, y, n_models=K, random_state=seed)  # warm-up
+            members = [np.flatnonzero(r) for r in game.membership]
+            plain, seq, par = [], [], []
+            for _ in range(repeats):
+                t = time.perf_counter()
+                _fit_only(est, X, y, members)
+                plain.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                play_membership_game(est, X, y, n_models=K, random_state=seed, n_jobs=1)
+                seq.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                play_membership_game(est, X, y, n_models=K, random_state=seed, n_jobs=2)
+                par.append(time.perf_counter() - t)
+        a, b, c = np.median(plain), np.median(seq), np.median(par)
+        print(f"  {label:<24} {K} plain fits {a:6.2f} s | game n_jobs=1 {b:6.2f} s ({b / a:.2f}x, "
+              f"target <= 1.1x) | n_jobs=2 {c:6.2f} s ({b / c:.2f}x faster than n_jobs=1)")
+
+    forest = RandomForestClassifier(n_estimators=50, random_state=0)
+    Xc, yc = _digits()
+    gc.collect()
+    tracemalloc.start()
+    g = play_membership_game(forest, Xc, yc, n_models=8, random_state=seed, n_jobs=1)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    one = len(pickle.dumps(clone(forest).fit(Xc[g.membership[0]], yc[g.membership[0]])))
+    kept = len(pickle.dumps(g))
+    print(f"  memory, RandomForest(50) on digits, K=8: game peak {peak / 2**20:.1f} MiB, result "
+          f"{kept / 2**20:.2f} MiB; one fitted forest {one / 2**20:.1f} MiB, so keeping the 8 "
+          f"models would need {8 * one / 2**20:.1f} MiB")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--section", choices=["attacks", "mip", "cost", "all"], default="all")
+    parser.add_argument("--quick", action="store_true", help="fewer models and targets")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    t0 = time.perf_counter()
+    if args.section in ("attacks", "all"):
+        section_attacks(args.quick, args.seed)
+    if args.section in ("mip", "all"):
+        section_mip(args.quick, args.seed)
+    if args.section in ("cost", "all"):
+        section_cost(args.quick, args.seed, args.repeats)
+    print(f"\ntotal {time.perf_counter() - t0:.0f} s; load average at the end {os.getloadavg()[0]:.1f} "
+          f"on {os.cpu_count()} cores (timings compete with other processes)")
+
+
+if __name__ == "__main__":
+    main()
