@@ -132,3 +132,16 @@ def test_cuda_ensemble_matches_cuda_sequential(digits):
     a = vectors(fit_ensemble(net, X, y, subsets))
     b = vectors([clone(net).fit(X[r], y[r]) for r in subsets])
     assert np.abs(a - b).max() <= roundoff_tol(net, 200, b) * 10
+
+
+def test_fit_subsets_hook_batches_or_falls_back(digits):
+    X, y = digits
+    subsets = [np.arange(0, 120), np.arange(120, 240)]
+    net = make()
+    seq = vectors([clone(net).fit(X[r], y[r]) for r in subsets])
+    fast = net.fit_subsets(X, y, subsets)
+    assert np.abs(fast - seq).max() <= roundoff_tol(net, 120, seq)
+    # Unequal subsets are not batched: the hook falls back to sequential fits.
+    uneven = [np.arange(0, 100), np.arange(100, 230)]
+    slow = net.fit_subsets(X, y, uneven)
+    np.testing.assert_array_equal(slow, vectors([clone(net).fit(X[r], y[r]) for r in uneven]))

@@ -139,6 +139,10 @@ def _as_float32(X):
     return X
 
 
+def _take(a, rows):
+    return None if a is None else np.asarray(a)[np.asarray(rows)]
+
+
 class SeededNetMixin:
     """Give a skorch net a ``random_state`` (see the module docstring for the mechanism).
 
@@ -181,6 +185,46 @@ class SeededNetMixin:
         """Continue training, seeded by ``random_state`` and the epochs already run."""
         with self._seed_scope(False):
             return super().partial_fit(X, y, classes=classes, **fit_params)
+
+    def fit_subsets(self, X, y, subsets, *, adapter=None):
+        """Parameter vectors of clones of this net fitted on each row subset.
+
+        The hook for many fits of one net (the split fits of
+        :func:`skmip.moments.estimate_sigma`, a shadow-model pool): one batched
+        :func:`skmip.nn.fit_ensemble` run when the net is supported, else a loop of
+        ``clone(self).fit(X[rows], y[rows])``. Either way row ``i`` equals the sequential
+        fit on ``subsets[i]`` (to float32 round-off).
+
+        Parameters
+        ----------
+        X, y : ndarray
+            All rows.
+        subsets : sequence of index arrays
+            Rows of each fit.
+        adapter : ParamAdapter or None, default=None
+            Which parameters (``None``: the registry's adapter for this net).
+
+        Returns
+        -------
+        ndarray of shape (len(subsets), d)
+        """
+        from sklearn.base import clone
+
+        from skmip.params import get_adapter
+
+        from .ensemble import ensemble_vectors
+
+        try:
+            return ensemble_vectors(self, X, y, subsets, adapter=adapter)
+        except ValueError:
+            pass  # a feature the batched trainer does not reproduce: fit one by one
+        adapter = get_adapter(self) if adapter is None else adapter
+        out = []
+        for rows in subsets:
+            fitted = clone(self).fit(_take(X, rows), _take(y, rows))
+            adapter.canonicalize(fitted)
+            out.append(adapter.get_vector(fitted))
+        return np.stack(out)
 
     def get_dataset(self, X, y=None):
         return super().get_dataset(_as_float32(X), y)
