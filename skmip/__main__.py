@@ -1,0 +1,7 @@
+"""``python -m skmip``: the same as the ``skmip`` command."""
+
+import sys
+
+from skmip.cli import main
+
+sys.exit(main())
