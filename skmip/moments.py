@@ -30,6 +30,8 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils.parallel import Parallel, delayed
 
 from skmip._random import resolve_rng
+from skmip._rows import n_rows as _count_rows
+from skmip._rows import subset_fit_params
 from skmip._validation import check_int, check_interval
 from skmip.params import get_adapter
 
@@ -453,10 +455,6 @@ def _split_size(split_size, n_rows):
     return rows
 
 
-def _n_rows(data):
-    return data.shape[0] if hasattr(data, "shape") else len(data)
-
-
 def _check_finite(name, data):
     # Every sparse format (dok and lil included) exposes its stored values through COO.
     values = data.tocoo(copy=False).data if sparse.issparse(data) else np.asarray(data)
@@ -474,17 +472,6 @@ def _check_finite(name, data):
             "before estimating sigma (the split fits and the released fit must see the same "
             "finite data)."
         )
-
-
-def _fit_params_for(fit_params, rows, n_rows):
-    """Subset per-row fit parameters (e.g. sample_weight) to a split; pass others through."""
-    out = {}
-    for key, value in fit_params.items():
-        if (hasattr(value, "shape") or isinstance(value, (list, tuple))) and _n_rows(value) == n_rows:
-            out[key] = _safe_indexing(value, rows)
-        else:
-            out[key] = value
-    return out
 
 
 def _check_classes(y, seeds, n_rows, split_rows, n_splits):
@@ -514,7 +501,7 @@ def _fit_chunk(template, estimator, adapter, X, y, fit_params, split_ids, seeds,
     for i, seed in zip(split_ids, seeds):
         rows = _split_rows(seed, n_rows, split_rows)
         X_split = _safe_indexing(X, rows)
-        params = _fit_params_for(fit_params, rows, n_rows)
+        params = subset_fit_params(fit_params, rows, n_rows)
         try:
             fitted = clone(estimator)
             if y is None:
@@ -719,14 +706,14 @@ def estimate_sigma(
         X = X.tocsr()  # row subsets need a row-indexable format (not coo, dia, ...)
     elif not (hasattr(X, "shape") or hasattr(X, "iloc")):
         X = np.asarray(X)
-    n_rows = _n_rows(X)
+    n_rows = _count_rows(X)
     _check_finite("X", X)
     if y is not None:
         if not hasattr(y, "shape"):
             y = np.asarray(y)
-        if _n_rows(y) != n_rows:
+        if _count_rows(y) != n_rows:
             raise ValueError(
-                f"{_EST}: X has {n_rows} rows but y has {_n_rows(y)}; they must match."
+                f"{_EST}: X has {n_rows} rows but y has {_count_rows(y)}; they must match."
             )
         _check_finite("y", y)
     split_rows = _split_size(split_size, n_rows)

@@ -247,3 +247,16 @@ EXPECTED_FAILED = {
 @parametrize_with_checks(_check_instances(), expected_failed_checks=lambda est: EXPECTED_FAILED)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+def test_sample_weight_follows_the_rows(cancer):
+    """Per-row fit parameters are subset to D_train (and to each split) like the rows."""
+    X, y = cancer
+    w = np.ones(len(X))
+    w[y == 1] = 5.0
+    kw = dict(eta=0.5, n_splits=4, random_state=0, train_size=1.0)
+    a = MIPNoiseWrapper(LogisticRegression(), **kw).fit(X, y, sample_weight=w)
+    b = MIPNoiseWrapper(LogisticRegression(), **kw).fit(X, y)
+    assert not np.allclose(a.sigma_, b.sigma_)
+    a = MIPNoiseWrapper(LogisticRegression(), **{**kw, "train_size": 0.5}).fit(X, y, sample_weight=w)
+    assert a.n_train_ == round(len(X) / 2)

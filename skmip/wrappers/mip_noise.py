@@ -17,6 +17,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from skmip._random import draw_seed, fix_inner_random_state, resolve_rng
+from skmip._rows import fit_on_rows, subset_fit_params
 from skmip._validation import check_int, check_interval, check_option
 from skmip.bounds import mip_noise_constant
 from skmip.exceptions import check_privacy_seed
@@ -377,15 +378,15 @@ def _fit_path(wrapper, X, y, etas, fit_params):
     else:
         sigma_X, sigma_y, split_size = X_train, y_train, n_train // 2
     _log(wrapper, f"estimating sigma over {wrapper.n_splits} subsets of {split_size} rows")
+    sigma_fit_params = fit_params if sigma_X is X else subset_fit_params(fit_params, train_rows, n)
     sigma = estimate_sigma(
         estimator, sigma_X, sigma_y, n_splits=wrapper.n_splits, moment=wrapper.moment,
         params=adapter, split_size=split_size, random_state=sigma_seed,
-        n_jobs=wrapper.n_jobs, verbose=max(0, wrapper.verbose - 1), fit_params=fit_params,
+        n_jobs=wrapper.n_jobs, verbose=max(0, wrapper.verbose - 1), fit_params=sigma_fit_params,
     )
 
     _log(wrapper, f"fitting the estimator on D_train ({n_train} rows)")
-    base = clone(estimator)
-    base.fit(X_train, y_train, **fit_params) if y_train is not None else base.fit(X_train, **fit_params)
+    base = fit_on_rows(estimator, X, y, train_rows, fit_params)
     adapter.canonicalize(base)
     theta = adapter.get_vector(base)
     if theta.shape != sigma.shape:
