@@ -56,8 +56,11 @@ def _art_scores(model, X, y, train_in, train_out, evaluate, attack_model_type, s
     from art.attacks.inference.membership_inference import MembershipInferenceBlackBox
     from art.estimators.classification import SklearnClassifier
 
-    import torch  # ART's "nn" attack model; seeded so the benchmark is reproducible
+    import torch
 
+    # ART's attack models draw from the global numpy RNG ("rf", "gb") and torch's ("nn");
+    # seed both so that the benchmark is reproducible (skmip itself never uses them).
+    np.random.seed(seed)
     torch.manual_seed(seed)
     attack = MembershipInferenceBlackBox(SklearnClassifier(model=model), attack_model_type=attack_model_type)
     X32 = X.astype(np.float32)
