@@ -166,6 +166,9 @@ def test_gdp_to_dp_inverts_corollary_2_13():
             got = stats.norm.cdf(-eps / mu + mu / 2) - np.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2)
             assert got == pytest.approx(delta, rel=1e-6)
     assert gdp_to_dp(0.01, 0.5) == 0.0
+    # Large mu (tiny noise): no overflow; epsilon grows like mu^2 / 2.
+    eps = gdp_to_dp(1e3, 1e-5)
+    assert np.isfinite(eps) and 0.5e6 <= eps <= 0.51e6
 
 
 @pytest.mark.parametrize(

@@ -549,7 +549,9 @@ def mu_to_eta(mu):
 
 
 def _gdp_delta(eps, mu):
-    return stats.norm.cdf(-eps / mu + mu / 2) - np.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2)
+    # e^eps * Phi(-eps/mu - mu/2) in log space: for large mu the factors overflow and
+    # underflow (inf * 0) long before their product does.
+    return stats.norm.cdf(-eps / mu + mu / 2) - np.exp(eps + stats.norm.logcdf(-eps / mu - mu / 2))
 
 
 def gdp_to_dp(mu, delta):
