@@ -32,11 +32,17 @@ from skmip.nn import DPNeuralNetClassifier, MLPModule, NeuralNetClassifier
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--device", default="cpu")
+    parser.add_argument(
+        "--threads", type=int, default=1,
+        help="torch intra-op threads; on a shared, oversubscribed CPU more threads spin-wait "
+        "and make every small op many times slower",
+    )
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=64)
     args = parser.parse_args()
     load_at_start = os.getloadavg()[0]
+    torch.set_num_threads(args.threads)
     X, y = load_digits(return_X_y=True)
     X = StandardScaler().fit_transform(X).astype(np.float32)
     common = dict(
@@ -68,7 +74,7 @@ def main():
     text = "\n".join(
         [
             f"# DP-SGD epoch time (torch {torch.__version__}, device {args.device}, "
-            f"{torch.get_num_threads()} threads, load average {load_at_start:.1f} at the start)",
+            f"{torch.get_num_threads()} torch thread(s), load average {load_at_start:.1f} at the start)",
             "",
             f"MLP 64-64-10 on load_digits ({len(X)} rows), SGD lr 0.1, batch {args.batch_size}, "
             f"best epoch time of {args.repeats} interleaved fits of {args.epochs} epochs:",

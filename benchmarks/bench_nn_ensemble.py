@@ -58,6 +58,11 @@ def main():
     global device_is_cuda
     parser = argparse.ArgumentParser()
     parser.add_argument("--device", default="cpu")
+    parser.add_argument(
+        "--threads", type=int, default=1,
+        help="torch intra-op threads; on a shared, oversubscribed CPU more threads spin-wait "
+        "and make every small op many times slower",
+    )
     parser.add_argument("--members", type=int, default=32)
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=3)
@@ -65,6 +70,7 @@ def main():
     args = parser.parse_args()
     device_is_cuda = args.device.startswith("cuda")
     load_at_start = os.getloadavg()[0]
+    torch.set_num_threads(args.threads)
 
     X, y = load_digits(return_X_y=True)
     X = StandardScaler().fit_transform(X).astype(np.float32)
@@ -92,11 +98,11 @@ def main():
     b = np.stack([SkorchAdapter().get_vector(m) for m in seq])
     lines = [
         f"# vmap ensembles ({platform.processor() or platform.machine()}, torch {torch.__version__}, "
-        f"device {args.device}, {torch.get_num_threads()} threads, load average "
+        f"device {args.device}, {torch.get_num_threads()} torch thread(s), load average "
         f"{load_at_start:.1f} at the start)",
         "",
         f"{args.members} MLPs 64-32-10, Adam, {args.epochs} epochs, batch 64, {len(X) // 2} rows each "
-        f"(load_digits), best of {args.repeats}:",
+        f"(load_digits), best of {args.repeats} interleaved runs:",
         "",
         "| path | seconds | ratio |",
         "|---|---|---|",

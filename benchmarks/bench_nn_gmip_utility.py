@@ -23,6 +23,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import torch
 from sklearn.datasets import load_breast_cancer
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
@@ -38,7 +39,9 @@ def main():
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     args = parser.parse_args()
+    torch.set_num_threads(args.threads)
     warnings.simplefilter("ignore")
     X, y = load_breast_cancer(return_X_y=True)
     X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)

@@ -11,10 +11,12 @@ Contents
 - :class:`MLPModule` — a small fully connected torch module for tabular data.
 - :class:`SkorchAdapter` — fitted net <-> flat parameter vector, for
   :class:`skmip.wrappers.MIPNoiseWrapper` and the audits (:mod:`skmip.nn.params`).
-- :func:`fit_ensemble` — many copies of one net trained in one batched ``torch.func.vmap``
-  run (:mod:`skmip.nn.ensemble`).
-- :func:`per_sample_gradients` — per-example gradients with ``torch.func``
-  (:mod:`skmip.nn.grads`).
+- :func:`fit_ensemble`, :func:`ensemble_vectors` — many copies of one net trained in one
+  batched ``torch.func.vmap`` run, matching sequential fits (:mod:`skmip.nn.ensemble`);
+  ``SeededNetMixin.fit_subsets`` is the hook for split fits and shadow pools.
+- :func:`per_sample_gradients`, :func:`sgd_step_gradients`, :func:`glir_audit` —
+  per-example gradients with ``torch.func`` and GLiR audits of one or k SGD steps
+  (Leemann et al., Algorithm 1) (:mod:`skmip.nn.grads`).
 - :class:`DPNeuralNetClassifier`, :class:`DPSGDLogisticRegression` — DP-SGD with Opacus,
   Poisson sampling and an RDP/PRV accountant; ``privacy="gmip"`` calibrates the noise to
   mu-GMIP (Leemann et al.) instead (:mod:`skmip.nn.dpsgd`).
