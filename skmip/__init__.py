@@ -29,10 +29,11 @@ _EXPORTS = {
     "Statistic": "skmip.statistic",
     "SubsampledDPClassifier": "skmip.subsampled",
     "DPLogisticRegression": "skmip.dp_logistic",
+    "MIPGaussianSynthesizer": "skmip.synthetic",
 }
 
 _SUBMODULES = ("bounds", "mechanisms", "moments", "params", "exceptions", "wrappers", "statistic",
-    "subsampled", "dp_logistic", "datasets",
+    "subsampled", "dp_logistic", "datasets", "synthetic", "dp_baselines",
 )
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
