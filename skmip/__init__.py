@@ -34,6 +34,7 @@ _EXPORTS = {
 
 _SUBMODULES = ("bounds", "mechanisms", "moments", "params", "exceptions", "wrappers", "statistic",
     "subsampled", "dp_logistic", "datasets", "synthetic", "dp_baselines",
+    "nn",
 )
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

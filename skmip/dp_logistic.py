@@ -8,7 +8,6 @@ has a default inner estimator.
 
 from __future__ import annotations
 
-import numbers
 import warnings
 
 import numpy as np

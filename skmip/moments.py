@@ -25,13 +25,12 @@ import numbers
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import sparse
-from sklearn.base import clone, is_classifier
-from sklearn.utils import _safe_indexing
+from sklearn.base import is_classifier
 from sklearn.utils.parallel import Parallel, delayed
 
 from skmip._random import resolve_rng
 from skmip._rows import n_rows as _count_rows
-from skmip._rows import subset_fit_params
+from skmip._rows import fit_on_rows
 from skmip._validation import check_int, check_interval
 from skmip.params import get_adapter
 
@@ -493,21 +492,28 @@ def _check_classes(y, seeds, n_rows, split_rows, n_splits):
                 )
 
 
-def _fit_chunk(template, estimator, adapter, X, y, fit_params, split_ids, seeds, n_rows,
-               split_rows, n_splits):
-    """Fit the splits of one chunk and fold their parameter vectors into one accumulator."""
-    acc = template._empty_like()
-    first = None
-    for i, seed in zip(split_ids, seeds):
-        rows = _split_rows(seed, n_rows, split_rows)
-        X_split = _safe_indexing(X, rows)
-        params = subset_fit_params(fit_params, rows, n_rows)
+def _split_vectors(estimator, adapter, X, y, fit_params, split_ids, seeds, n_rows, split_rows,
+                   n_splits):
+    """Yield ``(split index, parameter vector)`` for the splits of one chunk.
+
+    An estimator with a ``fit_subsets(X, y, subsets, adapter=...)`` method (skmip's seeded
+    skorch nets) fits the whole chunk in one batched run; anything else is fitted split by
+    split. A failure is re-raised naming the split (or the chunk, for a batched run).
+    """
+    subsets = [_split_rows(seed, n_rows, split_rows) for seed in seeds]
+    if hasattr(estimator, "fit_subsets") and not fit_params:
         try:
-            fitted = clone(estimator)
-            if y is None:
-                fitted.fit(X_split, **params)
-            else:
-                fitted.fit(X_split, _safe_indexing(y, rows), **params)
+            vectors = estimator.fit_subsets(X, y, subsets, adapter=adapter)
+        except Exception as exc:
+            raise RuntimeError(
+                f"{_EST}: the batched fit of splits {split_ids[0]}..{split_ids[-1]} of {n_splits} "
+                f"({split_rows} rows each) failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        yield from zip(split_ids, np.asarray(vectors, dtype=np.float64))
+        return
+    for i, rows in zip(split_ids, subsets):
+        try:
+            fitted = fit_on_rows(estimator, X, y, rows, fit_params)
             adapter.canonicalize(fitted)
             vector = np.asarray(adapter.get_vector(fitted), dtype=np.float64).ravel()
         except Exception as exc:
@@ -515,7 +521,17 @@ def _fit_chunk(template, estimator, adapter, X, y, fit_params, split_ids, seeds,
                 f"{_EST}: the fit on split {i} of {n_splits} ({split_rows} rows) failed: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
-        del fitted, X_split, rows, params
+        del fitted
+        yield i, vector
+
+
+def _fit_chunk(template, estimator, adapter, X, y, fit_params, split_ids, seeds, n_rows,
+               split_rows, n_splits):
+    """Fit the splits of one chunk and fold their parameter vectors into one accumulator."""
+    acc = template._empty_like()
+    first = None
+    for i, vector in _split_vectors(estimator, adapter, X, y, fit_params, split_ids, seeds,
+                                    n_rows, split_rows, n_splits):
         if first is not None and vector.size != first[1]:
             raise ValueError(
                 f"{_EST}: split {i} of {n_splits} gave {vector.size} parameters but split "

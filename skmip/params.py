@@ -1512,7 +1512,8 @@ register_adapter(_is_statistic, lambda est: StatisticAdapter(), first=False)
 
 
 def _is_skorch_net(estimator):
-    return type(estimator).__module__.split(".")[0] == "skorch"
+    # Subclasses count too (skmip.nn's seeded nets, a user's own NeuralNet subclass).
+    return any(cls.__module__.split(".")[0] == "skorch" for cls in type(estimator).__mro__)
 
 
 def _skorch_adapter(estimator):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 from sklearn.base import clone
-from sklearn.datasets import load_breast_cancer, load_iris
+from sklearn.datasets import load_breast_cancer
 from sklearn.linear_model import LinearRegression, LogisticRegression, Ridge
 from sklearn.mixture import GaussianMixture
 from sklearn.model_selection import GridSearchCV, cross_validate
@@ -20,7 +20,6 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from skmip import MIPNoiseWrapper, PrivacyWarning, mip_noise_path
 from skmip.bounds import mip_noise_constant
 from skmip.mechanisms import mip_norm
-from skmip.params import get_adapter
 
 
 @pytest.fixture(scope="module")

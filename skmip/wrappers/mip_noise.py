@@ -6,7 +6,6 @@ Izzo et al., Algorithm 1 with the noise of Corollary 10 (``method="moments"``).
 from __future__ import annotations
 
 import copy
-import numbers
 
 import numpy as np
 from numpy.typing import ArrayLike
