@@ -95,7 +95,7 @@ def _n_rows(X):
     return X.shape[0] if hasattr(X, "shape") else len(X)
 
 
-def _resolve_output(estimator, y, output):
+def _resolve_output(estimator, output):
     if callable(output):
         return "callable"
     check_option(_OWNER, "output", output, _OUTPUTS)
@@ -327,7 +327,7 @@ def play_membership_game(
     n = _n_rows(X)
     if y is not None and _n_rows(y) != n:
         raise ValueError(f"{_OWNER}: X has {n} rows but y has {_n_rows(y)}.")
-    kind = _resolve_output(estimator, y, output)
+    kind = _resolve_output(estimator, output)
     if kind in ("proba", "neg_squared_error") and y is None:
         raise ValueError(f"{_OWNER}: {type(estimator).__name__} is supervised; pass y.")
 
