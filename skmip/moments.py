@@ -1,7 +1,7 @@
 """Streaming central moments and the per-coordinate spread sigma over random subsets.
 
 Izzo et al., Algorithm 1 needs, for every coordinate j of a model's parameter vector,
-sigma_j = (1/B sum_i |theta_j^(i) - mean_j|^M)^(1/M) over B fits on random halves of the
+sigma_j = ``(1/B sum_i |theta_j^(i) - mean_j|^M)^(1/M)`` over B fits on random halves of the
 data. Keeping the B vectors would cost O(B d) memory, which is out of reach for models with
 millions of parameters. :class:`CentralMomentAccumulator` instead folds one parameter vector
 at a time into O(M d) state, and partial accumulators computed on different workers merge
@@ -100,7 +100,7 @@ class CentralMomentAccumulator:
     Parameters
     ----------
     moment : float, default=2
-        Order M >= 2; the statistic is (1/n) sum |x - mean|^M per coordinate.
+        Order M >= 2; the statistic is ``(1/n) sum |x - mean|^M`` per coordinate.
     center : None, array-like of shape (d,) or CentralMomentAccumulator, default=None
         ``None`` (exact one-pass mode, M must be an even integer): the moment is about the
         mean of the data. Otherwise (two-pass mode, any real M >= 2): the moment is taken
@@ -125,7 +125,7 @@ class CentralMomentAccumulator:
 
     Notes
     -----
-    For even integer M, |x - mean|^M = (x - mean)^M is a polynomial and two sets of power sums
+    For even integer M, ``|x - mean|^M`` = (x - mean)^M is a polynomial and two sets of power sums
     S_p = sum (x - c)^p, p = 1..M, merge exactly by the binomial shift of Pébay (2008, eq.
     3.1). Each accumulator stores its sums about a reference point c close to its mean and
     keeps S_1 (which Pébay's formulation sets to zero): S_1 / n is the rounding residual of
@@ -134,9 +134,9 @@ class CentralMomentAccumulator:
     where centering on a rounded mean (as a plain two-pass computation does) already costs
     around M * ulp(1e8) / sd ~ 1e-8.
 
-    For other M, |x - mean|^M is not a polynomial in x and no exact one-pass merge exists:
+    For other M, ``|x - mean|^M`` is not a polynomial in x and no exact one-pass merge exists:
     accumulate the mean first (any even M, e.g. ``moment=2``), then a second accumulator with
-    ``center=`` the first one sums |x - center|^M, which merges trivially. This costs a
+    ``center=`` the first one sums ``|x - center|^M``, which merges trivially. This costs a
     second pass over the data (for :func:`estimate_sigma`, a second set of fits).
 
     The normalisation is 1/n, as in Izzo et al., Algorithm 1; see :func:`estimate_sigma` for
@@ -379,7 +379,7 @@ class CentralMomentAccumulator:
     # -- results -------------------------------------------------------------------------
 
     def central_moment(self) -> np.ndarray:
-        """Per-coordinate (1/n) sum |x - c|^M, c the mean (or the fixed ``center``).
+        """Per-coordinate ``(1/n) sum |x - c|^M``, c the mean (or the fixed ``center``).
 
         Returns
         -------
@@ -661,9 +661,9 @@ def estimate_sigma(
 
     Notes
     -----
-    Izzo et al., Corollary 10 holds for any sigma_j^M >= E|theta_j - E theta_j|^M, the M-th
+    Izzo et al., Corollary 10 holds for any sigma_j^M >= ``E|theta_j - E theta_j|^M``, the M-th
     central moment over the random training subset and the algorithm's randomness (M >= 2).
-    Algorithm 1 prints (theta - mean)^M; for even M this is |theta - mean|^M, and for other M
+    Algorithm 1 prints (theta - mean)^M; for even M this is ``|theta - mean|^M``, and for other M
     we use the absolute value that Corollary 10 and Theorem 9 state. The 1/B normalisation is
     the one printed: as the paper remarks below Corollary 10, this estimator is not unbiased
     but is consistent (the bias vanishes as B grows); for M = 2 the unbiased variant divides
@@ -678,9 +678,9 @@ def estimate_sigma(
     each fit is deterministic (e.g. BLAS thread counts do not change the fit's rounding).
 
     For even integer M one set of fits suffices (exact merging). Otherwise the mean must be
-    known before |theta - mean|^M can be summed, so the same splits are fitted twice (2x the
+    known before ``|theta - mean|^M`` can be summed, so the same splits are fitted twice (2x the
     cost): pass 1 accumulates the mean, pass 2 refits the same subsets (same seeds) and
-    sums |theta - mean|^M. If the estimator is itself random (no fixed ``random_state``),
+    sums ``|theta - mean|^M``. If the estimator is itself random (no fixed ``random_state``),
     pass 2 sees fresh draws; the result is then the moment about the pass-1 mean, still a
     consistent estimate.
 
