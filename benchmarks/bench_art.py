@@ -77,8 +77,8 @@ def main():
     args = parser.parse_args()
     try:
         import art
-    except ImportError:
-        raise SystemExit("bench_art needs ART: pip install adversarial-robustness-toolbox")
+    except ImportError as exc:
+        raise SystemExit("bench_art needs ART: pip install adversarial-robustness-toolbox") from exc
     art_models = args.art_models.split(",")
     print(f"ART {art.__version__}; K = {args.n_models} models per game; evaluation on held-out halves")
     header = f"{'target':<28}{'attack':<22}{'AUC':>7}{'TPR@0.1%':>10}{'TPR@1%':>9}"

@@ -312,7 +312,7 @@ class PrivacyUtilityDisplay:
                 ecolor=self.line_.get_color(), alpha=0.5,
             )
         if annotate and self.params is not None:
-            for xi, yi, p in zip(x, yv, np.asarray(self.params, dtype=object)):
+            for xi, yi, p in zip(x, yv, np.asarray(self.params, dtype=object), strict=True):
                 ax.annotate(f"{p}", (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=8)
         ax.set_xlabel(self.privacy_label)
         ax.set_ylabel(self.utility_label)

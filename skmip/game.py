@@ -41,7 +41,7 @@ _OUTPUTS = ("auto", "proba", "score_samples", "neg_squared_error")
 _TINY = np.finfo(np.float64).tiny
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class MembershipGame:
     """Per-row outputs of the K models of a membership game; no model is kept.
 

@@ -330,8 +330,10 @@ class MIAttackScorer(BaseEstimator):
             raise ValueError(f"{_OWNER}: the models state different kinds of bounds: {kinds}.")
         kind = kinds.pop()
         members = game.membership.sum(axis=1)
-        n_train = [b.details.get("n_train") for b in stated]
-        subsampled = any(t is not None and t != k for t, k in zip(n_train, members))
+        subsampled = any(
+            b is not None and b.details.get("n_train") not in (None, k)
+            for b, k in zip(game.inspected, members, strict=True)
+        )
         if kind == "mip":
             eta = max(b.value for b in stated)
             if self.member_rate != 0.5:

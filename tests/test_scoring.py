@@ -14,7 +14,6 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 
 from skmip.bounds import positive_accuracy_bound
-from skmip.game import play_membership_game
 from skmip.metrics import mi_roc_auc, tpr_at_fpr
 from skmip.scoring import MIAttackScorer, StatedBound, _stated_bound, make_mi_scorer
 
