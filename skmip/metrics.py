@@ -186,9 +186,15 @@ def membership_advantage(membership: ArrayLike, scores: ArrayLike) -> float:
     return float(np.max(t - f))
 
 
-def _quantile_thresholds(s, n_quantiles):
-    q = 1.0 - np.arange(1, n_quantiles + 1) / n_quantiles
-    return np.quantile(s, q)
+def _quantile_counts(m, s, n_quantiles):
+    """Thresholds accepting the top i/n_quantiles of the scores; members and trials flagged."""
+    thr = np.quantile(s, 1.0 - np.arange(1, n_quantiles + 1) / n_quantiles)
+    order = np.argsort(-s, kind="mergesort")
+    desc = s[order]
+    # number of trials with score >= t: position of t in the decreasing order
+    flagged = np.searchsorted(-desc, -thr, side="right")
+    members = np.r_[0, np.cumsum(m[order])][flagged]
+    return thr, members, flagged
 
 
 def positive_accuracy(
@@ -234,9 +240,8 @@ def positive_accuracy(
     """
     n_quantiles = check_int("positive_accuracy", "n_quantiles", n_quantiles, 1, None)
     m, s = _trials("positive_accuracy", membership, scores)
-    thr = _quantile_thresholds(s, n_quantiles)
-    flagged = s[None, :] >= thr[:, None]
-    precisions = (flagged & m[None, :]).sum(1) / flagged.sum(1)
+    _, k, n = _quantile_counts(m, s, n_quantiles)
+    precisions = k / n
     best = float(precisions.max())
     return (best, precisions) if return_all else best
 
@@ -446,10 +451,7 @@ def check_positive_accuracy_bound(
     n_quantiles = check_int(owner, "n_quantiles", n_quantiles, 1, None)
     check_interval(owner, "confidence", confidence, 0, 1, closed="neither")
     m, s = _trials(owner, membership, scores)
-    thr = _quantile_thresholds(s, n_quantiles)
-    flagged = s[None, :] >= thr[:, None]
-    k = (flagged & m[None, :]).sum(1)
-    n = flagged.sum(1)
+    thr, k, n = _quantile_counts(m, s, n_quantiles)
     level = 1.0 - (1.0 - confidence) / n_quantiles
     low, _ = clopper_pearson_interval(k, n, confidence=level, alternative="greater")
     margins = np.asarray(low) - bound

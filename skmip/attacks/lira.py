@@ -157,19 +157,20 @@ def lira_scores(
     floor = max(1e-12 * total_var, 1e-300)
 
     cnt_out, mu_out, ss_out = _reference_stats(s0, ~m)
+    cnt_in, mu_in, ss_in = _reference_stats(s0, m)
     pool_out = _pooled_variance(cnt_out, ss_out)
-    if online:
-        cnt_in, mu_in, ss_in = _reference_stats(s0, m)
-        pool_in = _pooled_variance(cnt_in, ss_in)
-        # Rows lacking one group borrow the other group's mean shifted by the average gap.
-        both = (cnt_in > 0) & (cnt_out > 0)
-        with np.errstate(invalid="ignore"):
-            gap = np.where(both, mu_in - mu_out, 0.0).sum(1) / np.maximum(both.sum(1), 1)
-        mu_in = np.where(cnt_in > 0, mu_in, mu_out + gap[:, None])
-        mu_out = np.where(cnt_out > 0, mu_out, mu_in - gap[:, None])
-        pool_in = np.where(np.isnan(pool_in), pool_out, pool_in)
-    pool_out = np.where(np.isnan(pool_out), pool_in if online else np.nan, pool_out)
+    pool_in = _pooled_variance(cnt_in, ss_in)
+    # Rows lacking one group (every reference on one side; likely only with few models)
+    # borrow the other group's mean shifted by the average IN - OUT gap of the target's rows.
+    both = (cnt_in > 0) & (cnt_out > 0)
+    with np.errstate(invalid="ignore"):
+        gap = np.where(both, mu_in - mu_out, 0.0).sum(1) / np.maximum(both.sum(1), 1)
+    mu_in = np.where(cnt_in > 0, mu_in, mu_out + gap[:, None])
+    mu_out = np.where(cnt_out > 0, mu_out, mu_in - gap[:, None])
     fallback = total_var if total_var > 0 else 1.0
+    pool_in = np.where(np.isnan(pool_in), pool_out, pool_in)
+    pool_out = np.where(np.isnan(pool_out), pool_in, pool_out)
+    pool_in = np.where(np.isnan(pool_in), fallback, pool_in)
     pool_out = np.where(np.isnan(pool_out), fallback, pool_out)
 
     def variance(cnt, ss, pool):
@@ -182,7 +183,6 @@ def lira_scores(
 
     v_out = variance(cnt_out, ss_out, pool_out)
     if online:
-        pool_in = np.where(np.isnan(pool_in), fallback, pool_in)
         v_in = variance(cnt_in, ss_in, pool_in)
         scores = 0.5 * (
             (s0 - mu_out) ** 2 / v_out + np.log(v_out) - (s0 - mu_in) ** 2 / v_in - np.log(v_in)
@@ -190,7 +190,6 @@ def lira_scores(
     else:
         from scipy.stats import norm
 
-        mu_out = np.where(cnt_out > 0, mu_out, 0.0)
         scores = -norm.logsf((s0 - mu_out) / np.sqrt(v_out))
     big = np.finfo(np.float64).max / 4
     return np.nan_to_num(scores, nan=0.0, posinf=big, neginf=-big)
