@@ -347,3 +347,45 @@ def test_sparse_input_gives_the_same_distances():
     dense = estimate_swap_deltas(Ridge(), X, y, **kw)
     sp = estimate_swap_deltas(Ridge(), sparse.csr_matrix(X), y, **kw)
     np.testing.assert_allclose(sp.distances, dense.distances, rtol=1e-7)
+
+
+def test_noise_factor_matches_the_covariance_of_subset_means():
+    # The mean of a uniform k-subset of n rows has covariance (n - k) / (k (n - 1)) * S with
+    # S the population covariance of the rows (sampling without replacement). Each entry
+    # of the sample covariance over m subsets has relative error about sqrt(2 / m); 5 of
+    # those is the tolerance.
+    from skmip.sensitivity import estimate_noise_factor
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3)) @ np.array([[1.0, 0.8, 0.0], [0.0, 0.6, 0.3], [0.0, 0.0, 0.5]])
+    n, k, m = 40, 20, 4000
+    L = estimate_noise_factor(Statistic("mean"), X, n_subsets=m, shrinkage=False, random_state=1)
+    expected = (n - k) / (k * (n - 1)) * np.cov(X.T, ddof=0)
+    cov = L @ L.T
+    assert np.allclose(L, np.tril(L))
+    sd = np.sqrt(np.diag(expected))
+    np.testing.assert_allclose(cov / np.outer(sd, sd), expected / np.outer(sd, sd), atol=5 * math.sqrt(2 / m))
+    # Shrinkage multiplies the sample correlations by one factor in [0, 1] and keeps the
+    # variances (same subsets: same seed).
+    Ls = estimate_noise_factor(Statistic("mean"), X, n_subsets=50, random_state=1)
+    Ln = estimate_noise_factor(Statistic("mean"), X, n_subsets=50, shrinkage=False, random_state=1)
+    cs, cn = Ls @ Ls.T, Ln @ Ln.T
+    np.testing.assert_allclose(np.diag(cs), np.diag(cn), rtol=1e-12)
+    rs = cs / np.sqrt(np.outer(np.diag(cs), np.diag(cs)))
+    rn = cn / np.sqrt(np.outer(np.diag(cn), np.diag(cn)))
+    factor = rs[np.triu_indices(3, 1)] / rn[np.triu_indices(3, 1)]
+    np.testing.assert_allclose(factor, factor[0], rtol=1e-10)
+    assert 0 <= factor[0] < 1
+
+
+def test_noise_factor_handles_constant_coordinates_and_feeds_the_deltas():
+    from skmip.sensitivity import estimate_noise_factor
+
+    X, y = _ridge_data()
+    X0 = np.c_[X, np.zeros(len(X))]  # its coefficient is 0 on every subset
+    L = estimate_noise_factor(Ridge(alpha=1.0), X0, y, n_subsets=32, random_state=0)
+    assert L.shape == (6, 6) and np.all(np.diag(L) > 0)
+    res = estimate_swap_deltas(Ridge(alpha=1.0), X0, y, scale=L, n_rounds=2, random_state=0)
+    assert np.all(np.isfinite(res.distances)) and np.all(res.distances > 0)
+    with pytest.raises(ValueError, match="n_subsets"):
+        estimate_noise_factor(Ridge(), X, y, n_subsets=1)
