@@ -33,7 +33,7 @@ costs :math:`r` fits (2 when :math:`k = n/2`).
     one block per output). Everything but the target is expanded to second order at
     :math:`\mathcal{A}(H)`, with :math:`e`'s gradient and curvature removed exactly; the
     target's loss is kept exact, which leaves one scalar equation per pair (see
-    ``_pair_distances_sq``). Exact for least squares; for logistic regression it is what
+    ``_pair_coefficients``). Exact for least squares; for logistic regression it is what
     keeps the error small on the outlying targets that decide the maximum (a plain Newton
     step overshoots there, because a badly fitted target has almost no curvature at
     :math:`\mathcal{A}(H)`). For the most exposed targets of each fit (``refine``, 5% by
@@ -75,8 +75,9 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, NamedTuple, Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -94,6 +95,7 @@ __all__ = [
     "estimate_swap_deltas",
     "estimate_noise_factor",
     "LossBlock",
+    "GLMTerms",
     "SmoothLoss",
     "register_smooth_loss",
     "get_smooth_loss",
@@ -146,6 +148,16 @@ class SwapDeltas:
     Feed ``distances`` to :func:`skmip.bounds.coupling_noise_scale` with
     ``train_fraction=result.train_fraction``; use ``confidence=None`` only when
     ``result.exhaustive``. The object holds sensitivities of private rows: do not release it.
+
+    Examples
+    --------
+    >>> from skmip.statistic import Statistic
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    >>> res = estimate_swap_deltas(Statistic("mean"), X, scale=[1.0], engine="exact")
+    >>> res.exhaustive, res.distances.shape   # C(3, 2) subsets D_out x k = 2 rows e
+    (True, (4, 3, 2))
+    >>> sorted(res.distances[0].ravel().tolist())  # |e - x*| / k for x* = 0, each e twice
+    [0.5, 0.5, 1.0, 1.0, 1.5, 1.5]
     """
 
     distances: np.ndarray
@@ -463,16 +475,43 @@ def register_smooth_loss(predicate, factory) -> Callable:
     Returns
     -------
     callable
-        ``factory``, so the function can be used as a decorator.
+        ``factory``, unchanged.
+
+    Raises
+    ------
+    TypeError
+        If ``factory`` is not callable.
 
     Notes
     -----
     The objective must be the one the estimator minimises *exactly* (scaling included:
     the Hessian and the gradients must use the same one), smooth and strictly convex at
-    the fit. Each fit is checked against the declared objective: the Newton step
-    :math:`\mathbf{H}^{-1}\nabla F_H(\hat\theta_H)`, whitened, must be below 1% of half the
-    median swap distance, which catches a wrong scaling and a solver stopped early.
+    the fit, with a quadratic regulariser. Each fit is checked against the declared
+    objective: the Newton step :math:`\mathbf{H}^{-1}\nabla F_H(\hat\theta_H)`, whitened,
+    must be below 1% of half the median swap distance, which catches a wrong scaling and a
+    solver stopped early; the blocks' ``index`` and ``theta`` are checked against the
+    parameter adapter. Blocks with :class:`GLMTerms` enable the ``"newton"`` engine, the
+    others get the first-order ``"influence"`` engine. Registered entries take precedence
+    over the built-in ones.
+
+    References
+    ----------
+    Koh & Liang (2017) for the influence function the ``"influence"`` engine uses.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import Ridge
+    >>> class MyRidge(Ridge):
+    ...     pass
+    >>> get_smooth_loss(MyRidge()) is None  # a subclass is not trusted by default
+    True
+    >>> _ = register_smooth_loss(MyRidge, lambda est: get_smooth_loss(Ridge()))
+    >>> get_smooth_loss(MyRidge()) is not None
+    True
+    >>> _ = _LOSSES.pop(0)  # undo, for the doctest
     """
+    if not callable(factory):
+        raise TypeError(f"register_smooth_loss: factory must be callable; got {factory!r}.")
     if isinstance(predicate, type):
         cls = predicate
         predicate = lambda est, cls=cls: type(est) is cls  # noqa: E731
@@ -481,14 +520,30 @@ def register_smooth_loss(predicate, factory) -> Callable:
 
 
 def get_smooth_loss(estimator) -> SmoothLoss | None:
-    """The registered :class:`SmoothLoss` for ``estimator``, or ``None``."""
+    """The registered :class:`SmoothLoss` for ``estimator``, or ``None``.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+
+    Returns
+    -------
+    SmoothLoss or None
+        Built in: scikit-learn's ``LogisticRegression`` (binary: generalised-linear;
+        multinomial: first order only), ``Ridge`` and ``LinearRegression`` (exact classes,
+        not subclasses).
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.tree import DecisionTreeClassifier
+    >>> get_smooth_loss(LogisticRegression()) is not None, get_smooth_loss(DecisionTreeClassifier())
+    (True, None)
+    """
     for predicate, factory in _LOSSES:
         if predicate(estimator):
             return factory(estimator)
     return None
-
-
-# --------------------------------------------------------------------------- helpers
 
 
 def _n_rows(data):
