@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import ArrayLike
 from sklearn.base import clone, is_classifier, is_regressor
 from sklearn.utils import _safe_indexing
@@ -324,12 +325,16 @@ def play_membership_game(
     check_option(_OWNER, "sampling", sampling, _SAMPLING)
     if not isinstance(verbose, numbers.Integral):
         raise TypeError(f"{_OWNER}: verbose must be an integer; got {verbose!r}.")
+    if sp.issparse(X) and X.format != "csr":
+        X = X.tocsr()  # row indexing for every sparse format (dia, coo, ... are not subscriptable)
     n = _n_rows(X)
     if y is not None and _n_rows(y) != n:
         raise ValueError(f"{_OWNER}: X has {n} rows but y has {_n_rows(y)}.")
     kind = _resolve_output(estimator, output)
     if kind in ("proba", "neg_squared_error") and y is None:
-        raise ValueError(f"{_OWNER}: {type(estimator).__name__} is supervised; pass y.")
+        raise ValueError(
+            f"{_OWNER}: {type(estimator).__name__} requires y to be passed, but the target y is None."
+        )
 
     rng = resolve_rng(random_state)
     members = _draw_members(rng, n, n_models, member_rate, sampling)

@@ -10,6 +10,7 @@ given and returns one number, greater-is-better (the leakage negated), so it dro
 
 from __future__ import annotations
 
+import copy
 import numbers
 import warnings
 from dataclasses import dataclass, field
@@ -18,6 +19,8 @@ from functools import partial
 import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator
+from sklearn.utils import get_tags
+from sklearn.utils.validation import validate_data
 
 from skmip._validation import check_int, check_interval, check_option
 from skmip.attacks import get_attack
@@ -40,6 +43,7 @@ _SAMPLING = ("exact", "bernoulli")
 _FITTED = (
     "scores_", "membership_", "attack_", "roc_auc_", "tpr_at_fpr_", "advantage_",
     "positive_accuracy_", "empirical_epsilon_", "bound_", "bound_holds_", "bound_check_",
+    "n_features_in_", "feature_names_in_",
 )
 
 
@@ -193,6 +197,10 @@ class MIAttackScorer(BaseEstimator):
         is no bound or the game cannot test it.
     bound_check_ : skmip.metrics.BoundCheck or None
         Details of the test (margin, threshold).
+    n_features_in_ : int
+        Number of features of the audit pool.
+    feature_names_in_ : ndarray of str
+        Feature names of the pool, when ``X`` has them.
 
     Notes
     -----
@@ -405,6 +413,10 @@ class MIAttackScorer(BaseEstimator):
                 "MIAttackScorer(estimator).fit(X, y), or call the scorer as scorer(estimator, X, y)."
             )
         attack, _ = self._validate(self.estimator)
+        # Record n_features_in_ / feature_names_in_ without converting X (the audited
+        # estimator may need a DataFrame), on a copy: nothing is set before the audit succeeds.
+        probe = copy.copy(self)
+        validate_data(probe, X, skip_check_array=True, reset=True)
         game, scores = self._play(self.estimator, X, y, fit_params, attack)
         m = game.membership
         self._log("metrics and bound check")
@@ -421,7 +433,10 @@ class MIAttackScorer(BaseEstimator):
             "bound_": bound,
             "bound_holds_": holds,
             "bound_check_": check,
+            "n_features_in_": probe.n_features_in_,
         }
+        if hasattr(probe, "feature_names_in_"):
+            fitted["feature_names_in_"] = probe.feature_names_in_
         for name in _FITTED:
             self.__dict__.pop(name, None)
         self.__dict__.update(fitted)
@@ -455,6 +470,11 @@ class MIAttackScorer(BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.non_deterministic = True
         tags.target_tags.required = False
+        if self.estimator is not None:
+            inner = get_tags(self.estimator)
+            tags.input_tags.sparse = inner.input_tags.sparse
+            tags.input_tags.allow_nan = inner.input_tags.allow_nan
+            tags.target_tags.required = inner.target_tags.required
         return tags
 
 

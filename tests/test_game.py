@@ -141,7 +141,7 @@ def test_errors_are_clear(iris):
         play_membership_game(LogisticRegression(), X, y, member_rate=1.0)
     with pytest.raises(ValueError, match="sampling"):
         play_membership_game(LogisticRegression(), X, y, sampling="poisson")
-    with pytest.raises(ValueError, match="pass y"):
+    with pytest.raises(ValueError, match="requires y to be passed"):
         play_membership_game(LogisticRegression(), X, n_models=2)
     # one row of class 2: each half misses it with probability 1/2, some of 16 surely do
     Xs = np.vstack([X[:13], X[50:63], X[100:101]])

@@ -12,6 +12,7 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skmip.bounds import positive_accuracy_bound
 from skmip.metrics import mi_roc_auc, tpr_at_fpr
@@ -226,3 +227,11 @@ def test_scorer_is_a_well_behaved_estimator(cancer):
     # refit replaces every fitted attribute
     fitted.set_params(n_models=3).fit(X, y)
     assert fitted.scores_.shape[0] == 3
+    assert fitted.n_features_in_ == X.shape[1]
+
+
+@parametrize_with_checks([MIAttackScorer(LogisticRegression(), attack="loss", n_models=3, random_state=0)])
+def test_sklearn_compatible(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # convergence warnings on the checks' toy data
+        check(estimator)
