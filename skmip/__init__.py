@@ -30,11 +30,16 @@ _EXPORTS = {
     "SubsampledDPClassifier": "skmip.subsampled",
     "DPLogisticRegression": "skmip.dp_logistic",
     "MIPGaussianSynthesizer": "skmip.synthetic",
+    "MIAttackScorer": "skmip.scoring",
+    "make_mi_scorer": "skmip.scoring",
+    "play_membership_game": "skmip.game",
+    "MIAttackDisplay": "skmip.display",
+    "PrivacyUtilityDisplay": "skmip.display",
 }
 
 _SUBMODULES = ("bounds", "mechanisms", "moments", "params", "exceptions", "wrappers", "statistic",
     "subsampled", "dp_logistic", "datasets", "synthetic", "dp_baselines",
-    "nn",
+    "nn", "game", "attacks", "metrics", "scoring", "display", "cli", "report",
 )
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
