@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ._common import scalar_or_array as _out
 from .mip import _check_eta
 
 __all__ = [
@@ -34,10 +35,6 @@ __all__ = [
 ]
 
 _ALTERNATIVES = ("two-sided", "less", "greater")
-
-
-def _out(x):
-    return x.item() if np.ndim(x) == 0 else x
 
 
 def _check_confidence(owner, confidence):

@@ -38,6 +38,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize, stats
 
+from ._common import scalar_or_array as _out
+
 __all__ = [
     "gaussian_tradeoff",
     "gmip_effective_batch_size",
@@ -52,11 +54,6 @@ __all__ = [
     "gmip_noise_multiplier",
     "gdp_noise_multiplier",
 ]
-
-
-def _out(x):
-    x = np.asarray(x, dtype=np.float64)
-    return x.item() if x.ndim == 0 else x
 
 
 def _check_nonneg(name, value, allow_inf=False):

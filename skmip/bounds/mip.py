@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._common import scalar_or_array as _out
+
 __all__ = [
     "mip_noise_constant",
     "dp_to_mip",
@@ -27,10 +29,6 @@ def _check_eta(eta, name="eta"):
             "advantage over 1/2, so values above 0.5 promise nothing."
         )
     return eta
-
-
-def _out(x):
-    return x.item() if np.ndim(x) == 0 else x
 
 
 def mip_noise_constant(eta, moment=2):

@@ -29,6 +29,8 @@ from scipy.special import expit
 from skmip._validation import check_option
 from skmip.exceptions import PrivacyWarning
 
+from ._common import scalar_or_array as _out
+
 __all__ = [
     "positive_accuracy_bound",
     "negative_accuracy_bound",
@@ -38,10 +40,6 @@ __all__ = [
 ]
 
 _FORMS = ("corrected", "paper")
-
-
-def _out(x):
-    return x.item() if np.ndim(x) == 0 else x
 
 
 def _as_array(owner, name, value, low, high, *, low_open=False, why=""):
