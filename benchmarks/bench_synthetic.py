@@ -49,9 +49,9 @@ from skmip.attacks import LiRA, LossAttack
 from skmip.dp_baselines import (
     analyze_gauss,
     dp_gradient_descent_second_moment,
-    epsilon_for_mip,
     second_moment_gradient_norms,
 )
+from skmip.bounds import mip_to_dp_epsilon
 from skmip.exceptions import PrivacyWarning
 from skmip.game import play_membership_game
 from skmip.metrics import check_mip_bound, membership_advantage
@@ -141,7 +141,7 @@ def run_fig2(quick, out):
         for j, eta in enumerate(etas):
             if eta >= 0.5:
                 continue  # eta = 1/2 needs epsilon = infinity
-            eps = epsilon_for_mip(eta, DELTA)
+            eps = mip_to_dp_epsilon(eta, DELTA)
             A = dp_gradient_descent_second_moment(
                 train, epsilon=eps, delta=DELTA, clip_norm=gd_clip, n_steps=gd_steps,
                 learning_rate=gd_lr, random_state=int(rng.integers(2**31)),
@@ -158,7 +158,7 @@ def run_fig2(quick, out):
         "",
         f"d = {d}, n = {n:,} (D_train = {n // 2:,}), sigma over {n_splits} random halves of D_train "
         f"(Algorithm 1, `sigma_from='train'`); Sigma = make_spd_matrix(3, random_state=0); DP at "
-        f"delta = {DELTA:g}, epsilon = epsilon_for_mip(eta, delta) (Theorem 4); DP-GD: T = {gd_steps}, "
+        f"delta = {DELTA:g}, epsilon = mip_to_dp_epsilon(eta, delta) (Theorem 4); DP-GD: T = {gd_steps}, "
         f"lr = {gd_lr}, clip C = {gd_clip:.2f} (median gradient norm of a non-private run on 20,000 "
         f"public draws from P); Analyze Gauss: rows clipped to {ag_clip:.2f} (99.9% norm quantile of "
         "the public draws), replace-one sensitivity, analytic calibration, PSD projection.",
@@ -296,7 +296,7 @@ def run_real(quick, out):
                                                random_state=int(rng.integers(2**31))).fit(Z_pool)
                 label = f"MIP eta={eta} M={M}" + (" (printed Laplace radius)" if radius == "laplace" else "")
                 rows.setdefault(label, []).append(_evaluate(s.mean_, s.covariance_, Z, Z_test, y_test, d_x, rng))
-            dp = _AnalyzeGaussGaussian(epsilon_for_mip(eta, DELTA), ag_clip, int(rng.integers(2**31))).fit(half)
+            dp = _AnalyzeGaussGaussian(mip_to_dp_epsilon(eta, DELTA), ag_clip, int(rng.integers(2**31))).fit(half)
             rows.setdefault(f"DP Analyze Gauss eta={eta}", []).append(
                 _evaluate(dp.mean_, dp.covariance_, Z, Z_test, y_test, d_x, rng))
         print(f"  real: repetition {rep + 1}/{reps} done", flush=True)

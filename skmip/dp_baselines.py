@@ -54,16 +54,13 @@ import math
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import optimize, stats
 
 from skmip._random import resolve_rng
 from skmip._validation import check_int, check_interval, check_option
-from skmip.bounds import mip_to_dp_epsilon
+from skmip.bounds import dp_to_gdp_mu
 from skmip.params import _project_psd
 
 __all__ = [
-    "epsilon_for_mip",
-    "gaussian_dp_mu",
     "gaussian_noise_scale",
     "clip_rows",
     "analyze_gauss",
@@ -79,7 +76,7 @@ _CALIBRATIONS = ("analytic", "classical")
 def _check_epsilon_delta(owner, epsilon, delta):
     epsilon = check_interval(
         owner, "epsilon", epsilon, 0, None, closed="neither",
-        why="epsilon = 0 would need infinite noise; use epsilon_for_mip(eta, delta) to get "
+        why="epsilon = 0 would need infinite noise; use skmip.bounds.mip_to_dp_epsilon(eta, delta) to get "
         "the epsilon that promises a given eta.",
     )
     if math.isinf(epsilon):
@@ -89,113 +86,6 @@ def _check_epsilon_delta(owner, epsilon, delta):
         why="The Gaussian mechanism needs delta > 0; use delta well below 1/n_samples.",
     )
     return epsilon, delta
-
-
-def epsilon_for_mip(eta: float, delta: float = 0.0) -> float:
-    r"""The epsilon at which (epsilon, delta)-DP promises exactly eta-MIP (Theorem 4 inverted).
-
-    Solves :math:`\eta = \delta + (1-\delta)/(1+e^{-\epsilon}) - 1/2` for epsilon.
-
-    Parameters
-    ----------
-    eta : float
-        Target MIP level in (delta/2, 0.5].
-    delta : float, default=0.0
-        DP failure probability in [0, 1).
-
-    Returns
-    -------
-    float
-        :math:`\epsilon = \log\frac{1+2\eta'}{1-2\eta'}` with
-        :math:`\eta' = (\eta - \delta/2)/(1-\delta)`; ``inf`` for ``eta = 0.5``.
-
-    Raises
-    ------
-    ValueError
-        If ``eta`` is not in (delta/2, 0.5] or ``delta`` not in [0, 1).
-
-    Notes
-    -----
-    Rearranging Theorem 4, :math:`1/(1+e^{-\epsilon}) = (\eta + 1/2 - \delta)/(1-\delta)
-    = 1/2 + \eta'`, and :func:`skmip.bounds.mip_to_dp_epsilon` inverts the delta = 0 form.
-    An eta at or below delta/2 cannot be promised by (., delta)-DP for any epsilon.
-
-    References
-    ----------
-    Izzo et al., Theorem 4.
-
-    Examples
-    --------
-    >>> round(epsilon_for_mip(0.2311), 3)  # Theorem 4 maps epsilon = 1 to eta = 0.2311
-    1.0
-    >>> from skmip.bounds import dp_to_mip
-    >>> eps = epsilon_for_mip(0.1, delta=1e-6)
-    >>> round(dp_to_mip(eps, 1e-6), 12)
-    0.1
-    """
-    owner = "epsilon_for_mip"
-    delta = check_interval(owner, "delta", delta, 0, 1, closed="left")
-    eta = check_interval(
-        owner, "eta", eta, delta / 2, 0.5, closed="right",
-        why=f"(epsilon, delta={delta:g})-DP promises no eta below delta/2 = {delta / 2:g}.",
-    )
-    return float(mip_to_dp_epsilon((eta - delta / 2) / (1 - delta)))
-
-
-def _gaussian_delta(epsilon, mu):
-    """delta(epsilon) of a mu-Gaussian mechanism, computed in log space (no overflow of e^eps)."""
-    a = stats.norm.cdf(-epsilon / mu + mu / 2)
-    b = np.exp(epsilon + stats.norm.logcdf(-epsilon / mu - mu / 2))
-    return a - b
-
-
-def gaussian_dp_mu(epsilon: float, delta: float) -> float:
-    r"""Largest mu such that the Gaussian mechanism with sensitivity/std = mu is (epsilon, delta)-DP.
-
-    Parameters
-    ----------
-    epsilon : float
-        Privacy loss, > 0.
-    delta : float
-        Failure probability in (0, 1).
-
-    Returns
-    -------
-    float
-        :math:`\mu^*`, the root of :math:`\Phi(\mu/2 - \epsilon/\mu) -
-        e^{\epsilon}\Phi(-\mu/2 - \epsilon/\mu) = \delta`.
-
-    Raises
-    ------
-    ValueError
-        If ``epsilon <= 0`` or ``delta`` is not in (0, 1).
-
-    Notes
-    -----
-    A Gaussian mechanism with L2 sensitivity :math:`\Delta` and noise std :math:`s` is
-    (epsilon, delta)-DP if and only if the displayed inequality holds with
-    :math:`\mu = \Delta/s` (Balle & Wang 2018, Theorem 8). It is the same curve as the
-    conversion of :math:`\mu`-GDP to (epsilon, delta)-DP (Dong, Roth & Su, Corollary 2.13),
-    so :math:`\mu^*` is also the largest GDP parameter a composition of Gaussian
-    mechanisms may have (see :func:`dp_gd_noise_multiplier`). The left side increases in
-    :math:`\mu`; the root is bracketed and found by Brent's method.
-
-    References
-    ----------
-    Balle & Wang (2018), Theorem 8; Dong, Roth & Su (2022), Corollary 2.13.
-
-    Examples
-    --------
-    >>> mu = gaussian_dp_mu(4.377, 1e-5)   # inverse of skmip.bounds.gdp_to_dp(1.0, 1e-5)
-    >>> round(mu, 3)
-    1.0
-    """
-    epsilon, delta = _check_epsilon_delta("gaussian_dp_mu", epsilon, delta)
-    lo, hi = 1e-12, 1.0
-    while _gaussian_delta(epsilon, hi) < delta:
-        hi *= 2.0
-    return float(optimize.brentq(lambda m: _gaussian_delta(epsilon, m) - delta, lo, hi,
-                                 xtol=1e-14, rtol=1e-12))
 
 
 def gaussian_noise_scale(
@@ -213,7 +103,7 @@ def gaussian_noise_scale(
         L2 sensitivity of the query between neighbouring datasets, > 0.
     calibration : {"analytic", "classical"}, default="analytic"
         ``"analytic"``: :math:`s = \Delta / \mu^*(\epsilon, \delta)` with
-        :func:`gaussian_dp_mu` (Balle & Wang 2018, exact). ``"classical"``:
+        :func:`skmip.bounds.dp_to_gdp_mu` (Balle & Wang 2018, exact). ``"classical"``:
         :math:`s = \Delta\sqrt{2\ln(1.25/\delta)}/\epsilon` (Dwork & Roth, Theorem A.1).
 
     Returns
@@ -255,7 +145,7 @@ def gaussian_noise_scale(
                 f"Theorem A.1); got epsilon={epsilon!r}. Use calibration='analytic'."
             )
         return sensitivity * math.sqrt(2 * math.log(1.25 / delta)) / epsilon
-    return sensitivity / gaussian_dp_mu(epsilon, delta)
+    return sensitivity / dp_to_gdp_mu(epsilon, delta)
 
 
 def clip_rows(X: ArrayLike, clip_norm: float) -> np.ndarray:
@@ -456,7 +346,7 @@ def dp_gd_noise_multiplier(
     :math:`\mu_{\text{step}} = \Delta/(zC)`; T adaptively composed steps are exactly
     :math:`\sqrt{T}\mu_{\text{step}}`-GDP (Dong, Roth & Su, Corollary 3.3), and
     :math:`\mu`-GDP is (epsilon, delta)-DP iff :math:`\mu \le \mu^*(\epsilon, \delta)`
-    (their Corollary 2.13; :func:`gaussian_dp_mu`). With the full batch there is no
+    (their Corollary 2.13; :func:`skmip.bounds.dp_to_gdp_mu`). With the full batch there is no
     subsampling to amplify, so this composition is tight.
 
     References
@@ -476,7 +366,7 @@ def dp_gd_noise_multiplier(
     n_steps = check_int(owner, "n_steps", n_steps, 1, None)
     check_option(owner, "neighbours", neighbours, _NEIGHBOURS)
     ratio = 2.0 if neighbours == "replace" else 1.0
-    return ratio * math.sqrt(n_steps) / gaussian_dp_mu(epsilon, delta)
+    return ratio * math.sqrt(n_steps) / dp_to_gdp_mu(epsilon, delta)
 
 
 def dp_gradient_descent_second_moment(

@@ -7,14 +7,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from skmip.bounds import dp_to_mip, gdp_to_dp
+from skmip.bounds import dp_to_gdp_mu, dp_to_mip, gdp_to_dp, mip_to_dp_epsilon
 from skmip.dp_baselines import (
     analyze_gauss,
     clip_rows,
     dp_gd_noise_multiplier,
     dp_gradient_descent_second_moment,
-    epsilon_for_mip,
-    gaussian_dp_mu,
     gaussian_noise_scale,
     second_moment_gradient_norms,
 )
@@ -24,20 +22,20 @@ from skmip.dp_baselines import (
 @pytest.mark.parametrize("delta", [0.0, 1e-6, 1e-3])
 @pytest.mark.parametrize("eta", [0.01, 0.1, 0.3, 0.49])
 def test_epsilon_for_mip_inverts_theorem_4(eta, delta):
-    assert dp_to_mip(epsilon_for_mip(eta, delta), delta) == pytest.approx(eta, abs=1e-12)
+    assert dp_to_mip(mip_to_dp_epsilon(eta, delta), delta) == pytest.approx(eta, abs=1e-12)
 
 
 def test_epsilon_for_mip_edges():
-    assert epsilon_for_mip(0.5) == math.inf
+    assert mip_to_dp_epsilon(0.5) == math.inf
     with pytest.raises(ValueError, match="delta/2"):
-        epsilon_for_mip(1e-4, delta=1e-3)
+        mip_to_dp_epsilon(1e-4, delta=1e-3)
     with pytest.raises(ValueError, match="eta"):
-        epsilon_for_mip(0.6)
+        mip_to_dp_epsilon(0.6)
 
 
 @pytest.mark.parametrize("epsilon, delta", list(itertools.product([0.05, 0.5, 1.0, 4.0, 20.0], [1e-9, 1e-5, 1e-2])))
 def test_gaussian_dp_mu_inverts_gdp_to_dp(epsilon, delta):
-    mu = gaussian_dp_mu(epsilon, delta)
+    mu = dp_to_gdp_mu(epsilon, delta)
     assert gdp_to_dp(mu, delta) == pytest.approx(epsilon, rel=1e-8)
 
 

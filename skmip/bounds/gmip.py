@@ -51,6 +51,7 @@ __all__ = [
     "gdp_mu",
     "mu_to_eta",
     "gdp_to_dp",
+    "dp_to_gdp_mu",
     "gmip_noise_multiplier",
     "gdp_noise_multiplier",
 ]
@@ -596,6 +597,58 @@ def gdp_to_dp(mu, delta):
     while _gdp_delta(hi, mu) > delta:
         hi *= 2.0
     return float(optimize.brentq(lambda e: _gdp_delta(e, mu) - delta, 0.0, hi, xtol=1e-12, rtol=1e-12))
+
+
+def dp_to_gdp_mu(epsilon, delta):
+    r"""The largest mu whose mu-GDP (or Gaussian mechanism with sensitivity/std = mu) is (epsilon, delta)-DP.
+
+    The inverse of :func:`gdp_to_dp` in mu: the root of
+    :math:`\Phi(\mu/2 - \epsilon/\mu) - e^{\epsilon}\Phi(-\mu/2 - \epsilon/\mu) = \delta`.
+
+    Parameters
+    ----------
+    epsilon : float
+        Privacy loss, > 0 and finite.
+    delta : float
+        Failure probability in (0, 1).
+
+    Returns
+    -------
+    float
+        :math:`\mu^*`.
+
+    Raises
+    ------
+    ValueError
+        If ``epsilon`` is not positive and finite or ``delta`` is not in (0, 1).
+
+    Notes
+    -----
+    A Gaussian mechanism with L2 sensitivity :math:`\Delta` and noise std :math:`s` is
+    (epsilon, delta)-DP if and only if the displayed inequality holds with
+    :math:`\mu = \Delta/s` (Balle & Wang 2018, Theorem 8, the "analytic Gaussian
+    mechanism"); it is the same curve as Dong, Roth & Su's Corollary 2.13, so
+    :math:`\mu^*` is also the largest GDP parameter a composition may have. The left side
+    increases in :math:`\mu`; the root is bracketed and found by Brent's method.
+
+    References
+    ----------
+    Balle & Wang (2018), Theorem 8; Dong, Roth & Su (2022), Corollary 2.13.
+
+    Examples
+    --------
+    >>> round(dp_to_gdp_mu(gdp_to_dp(1.0, 1e-5), 1e-5), 6)
+    1.0
+    """
+    epsilon, delta = float(epsilon), float(delta)
+    if not (0 < epsilon < np.inf):
+        raise ValueError(f"dp_to_gdp_mu: epsilon must be positive and finite; got {epsilon!r}.")
+    if not 0 < delta < 1:
+        raise ValueError(f"dp_to_gdp_mu: delta must be in (0, 1); got {delta!r}.")
+    hi = 1.0
+    while _gdp_delta(epsilon, hi) < delta:
+        hi *= 2.0
+    return float(optimize.brentq(lambda m: _gdp_delta(epsilon, m) - delta, 1e-12, hi, xtol=1e-14, rtol=1e-12))
 
 
 def _solve_sigma(mu_of_sigma, mu):

@@ -116,11 +116,26 @@ def dp_to_mip(epsilon, delta=0.0):
     return _out(delta + (1.0 - delta) * expit(epsilon) - 0.5)
 
 
-def mip_to_dp_epsilon(eta):
-    r"""The epsilon whose pure-DP guarantee implies exactly eta-MIP: :math:`\log\frac{1+2\eta}{1-2\eta}`.
+def mip_to_dp_epsilon(eta, delta=0.0):
+    r"""The epsilon at which (epsilon, delta)-DP promises exactly eta-MIP (Theorem 4 inverted).
 
-    The inverse of :func:`dp_to_mip` at delta = 0 (used for Figure 1 and to compare DP and
-    MIP mechanisms at an equal promise). ``eta = 0.5`` gives ``inf``.
+    Solves :math:`\eta = \delta + (1-\delta)/(1+e^{-\epsilon}) - 1/2` for epsilon:
+    :math:`\epsilon = \log\frac{1+2\eta'}{1-2\eta'}` with
+    :math:`\eta' = (\eta - \delta/2)/(1-\delta)`. ``eta = 0.5`` gives ``inf``.
+
+    Parameters
+    ----------
+    eta : float or array_like
+        Target MIP level in (delta/2, 0.5].
+    delta : float, default=0.0
+        DP failure probability in [0, 1). An eta at or below delta/2 cannot be promised by
+        (., delta)-DP for any epsilon.
+
+    Returns
+    -------
+    float or ndarray
+        The epsilon; used for Figure 1 and to compare DP and MIP mechanisms at an equal
+        promise.
 
     References
     ----------
@@ -132,10 +147,21 @@ def mip_to_dp_epsilon(eta):
     1.0
     >>> round(dp_to_mip(mip_to_dp_epsilon(0.1)), 12)
     0.1
+    >>> round(dp_to_mip(mip_to_dp_epsilon(0.1, delta=1e-6), 1e-6), 12)
+    0.1
     """
     eta = _check_eta(eta)
+    delta = float(delta)
+    if not 0 <= delta < 1:
+        raise ValueError(f"delta must be in [0, 1); got {delta!r}.")
+    if np.any(eta <= delta / 2):
+        raise ValueError(
+            f"eta must exceed delta/2 = {delta / 2:g}; got {eta.tolist()!r}. "
+            f"(epsilon, delta={delta:g})-DP promises no eta below delta/2."
+        )
+    e = (eta - delta / 2) / (1 - delta)
     with np.errstate(divide="ignore"):
-        return _out(np.log1p(2 * eta) - np.log1p(-2 * eta))
+        return _out(np.log1p(2 * e) - np.log1p(-2 * e))
 
 
 def mip_tpr_bound(fpr, eta):
