@@ -70,3 +70,19 @@ def check_option(owner, name, value, options, *, why=""):
             msg += " " + why
         raise ValueError(msg)
     return value
+
+
+def check_moment(owner, moment):
+    """Validate the order M of a central moment: a finite real number >= 2.
+
+    Theorem 9 / Corollary 10 of Izzo et al. need M >= 2 (Corollary 14's constant 6.16 is
+    proved for M >= 2).
+    """
+    m = check_interval(
+        owner, "moment", moment, 2, None, closed="left",
+        why="Izzo et al.'s Theorem 9 and Corollary 10 need a central moment of order M >= 2; "
+        "use moment=2 (variance) if unsure.",
+    )
+    if not np.isfinite(m):
+        raise ValueError(f"{owner}: moment must be a finite real number >= 2; got {moment!r}.")
+    return m

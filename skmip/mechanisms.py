@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from skmip._random import resolve_rng
-from skmip._validation import check_int, check_interval, check_option
+from skmip._validation import check_int, check_interval, check_moment, check_option
 from skmip.bounds.mip import mip_noise_constant
 from skmip.exceptions import PrivacyWarning, check_privacy_seed
 
@@ -68,14 +68,6 @@ def _check_sigma(owner, sigma):
     return arr, arr > 0
 
 
-def _check_moment(owner, moment):
-    m = check_interval(
-        owner, "moment", moment, 2, None, closed="left",
-        why="Corollary 10 needs M >= 2 (Corollary 14's constant 6.16 is proved for M >= 2).",
-    )
-    if not np.isfinite(m):
-        raise ValueError(f"{owner}: moment must be a finite number >= 2; got {moment!r}.")
-    return m
 
 
 def _check_eta(owner, eta):
@@ -89,7 +81,7 @@ def _check_eta(owner, eta):
 def _check_common(owner, sigma, eta, moment, radius):
     sigma, active = _check_sigma(owner, sigma)
     eta = _check_eta(owner, eta)
-    moment = _check_moment(owner, moment)
+    moment = check_moment(owner, moment)
     radius = check_option(
         owner, "radius", radius, _RADII,
         why="'gamma' gives Theorem 9's density; 'laplace' is Corollary 10 as printed.",
@@ -196,7 +188,7 @@ def mip_norm(x: ArrayLike, sigma: ArrayLike, moment: float = 2) -> float | np.nd
     """
     owner = "mip_norm"
     sigma, active = _check_sigma(owner, sigma)
-    moment = _check_moment(owner, moment)
+    moment = check_moment(owner, moment)
     rows, single = _as_rows(owner, x, sigma.size)
     if not active.any():
         out = np.where(np.any(rows != 0, axis=1), np.inf, 0.0)

@@ -31,7 +31,7 @@ from sklearn.utils.parallel import Parallel, delayed
 from skmip._random import resolve_rng
 from skmip._rows import n_rows as _count_rows
 from skmip._rows import fit_on_rows
-from skmip._validation import check_int, check_interval
+from skmip._validation import check_int, check_interval, check_moment
 from skmip.params import get_adapter
 
 __all__ = ["CentralMomentAccumulator", "estimate_sigma"]
@@ -45,14 +45,6 @@ _ACC = "CentralMomentAccumulator"
 _EST = "estimate_sigma"
 
 
-def _check_moment(owner, moment):
-    moment = check_interval(
-        owner, "moment", moment, 2, None, closed="left",
-        why="Theorem 9 and Corollary 10 of Izzo et al. need a central moment of order M >= 2.",
-    )
-    if not math.isfinite(moment):
-        raise ValueError(f"{owner}: moment must be a finite real number >= 2; got {moment!r}.")
-    return moment
 
 
 def _even_order(moment):
@@ -170,7 +162,7 @@ class CentralMomentAccumulator:
 
     def __init__(self, moment: float = 2, center=None):
         self.moment = moment
-        self._moment = _check_moment(_ACC, moment)
+        self._moment = check_moment(_ACC, moment)
         self._order = _even_order(self._moment)
         self.n_ = 0
         if center is None:
@@ -712,7 +704,7 @@ def estimate_sigma(
     >>> bool(abs(sigma[0] - exact) < 4 * exact / np.sqrt(2 * 512))  # within 4 standard errors
     True
     """
-    moment = _check_moment(_EST, moment)
+    moment = check_moment(_EST, moment)
     n_splits = check_int(
         _EST, "n_splits", n_splits, 2, None,
         why="A spread needs at least two fits (Algorithm 1 uses B of them; 128 by default).",

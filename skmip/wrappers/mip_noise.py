@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from skmip._random import draw_seed, fix_inner_random_state, resolve_rng
 from skmip._rows import fit_on_rows, subset_fit_params
-from skmip._validation import check_int, check_interval, check_option
+from skmip._validation import check_int, check_interval, check_moment, check_option
 from skmip.bounds import mip_noise_constant
 from skmip.exceptions import check_privacy_seed
 from skmip.params import get_adapter
@@ -179,10 +179,7 @@ class MIPNoiseWrapper(MetaEstimatorMixin, BaseEstimator):
             why="eta is the attacker's accuracy advantage over 1/2, so values above 0.5 "
             "promise nothing and 0 would need infinite noise.",
         )
-        check_interval(
-            _OWNER, "moment", self.moment, 2, None,
-            why="Corollary 10 needs M >= 2; use moment=2 (variance) if unsure.",
-        )
+        check_moment(_OWNER, self.moment)
         check_int(
             _OWNER, "n_splits", self.n_splits, 2, None,
             why="sigma is a spread over random subsets and needs at least 2 of them; "
