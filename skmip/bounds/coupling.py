@@ -76,6 +76,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import erf
 
+from ._common import scalar_or_array
+
 __all__ = [
     "gaussian_tv",
     "coupling_eta_per_target",
@@ -86,10 +88,6 @@ __all__ = [
 ]
 
 _SQRT8 = math.sqrt(8.0)
-
-
-def _out(x):
-    return x.item() if np.ndim(x) == 0 else x
 
 
 def _prior_weight(owner, train_fraction):
@@ -187,7 +185,7 @@ def gaussian_tv(delta: ArrayLike) -> float | np.ndarray:
     d = np.asarray(delta, dtype=np.float64)
     if np.isnan(d).any() or (d < 0).any():
         raise ValueError(f"gaussian_tv: delta must be >= 0 (a distance); got {np.asarray(delta).tolist()!r}.")
-    return _out(erf(d / _SQRT8))
+    return scalar_or_array(erf(d / _SQRT8))
 
 
 def _draw_values(deltas, s, weight):
