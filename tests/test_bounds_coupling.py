@@ -8,7 +8,6 @@ import pytest
 from scipy import integrate, stats
 from sklearn.base import BaseEstimator
 
-from skmip.attacks.bayes import exact_mip_advantage
 from skmip.bounds import (
     CouplingCalibration,
     coupling_eta,
@@ -267,6 +266,8 @@ def _gaussian_noise(sd):
 
 def _audit(fn, data, deltas, sd_unit, eta, n_mc, seed):
     """Calibrate on exhaustive deltas, then run the exact Bayes-optimal attacker."""
+    from skmip.attacks.bayes import exact_mip_advantage
+
     cal = coupling_noise_scale(deltas, eta, confidence=None)
     sampler, logpdf = _gaussian_noise(cal.noise_scale * sd_unit)
     audit = exact_mip_advantage(
