@@ -24,8 +24,8 @@ from numpy.typing import ArrayLike
 from sklearn.utils.parallel import Parallel, delayed
 
 from skmip._random import resolve_rng
-from skmip._validation import check_int, check_interval, check_option
-from skmip.mechanisms import _check_common, _check_moment, _draw_mip_noise, _logpdf_rows
+from skmip._validation import check_int, check_interval, check_moment, check_option
+from skmip.mechanisms import _check_common, _draw_mip_noise, _logpdf_rows
 
 __all__ = ["ExactAuditResult", "exact_mip_advantage"]
 
@@ -486,7 +486,7 @@ def exact_mip_advantage(
         noise, sigma_used = _GenericNoise(noise_sampler, noise_logpdf, d), None
     else:
         if sigma is None:
-            sigma = _exact_sigma(outputs, weights, _check_moment(_OWNER, moment))
+            sigma = _exact_sigma(outputs, weights, check_moment(_OWNER, moment))
         sigma_used, active, eta_v, moment_v, radius_v = _check_common(
             _OWNER, sigma, eta, moment, radius
         )
