@@ -1,11 +1,13 @@
 """MIPNoiseWrapper: eta-membership-inference privacy for any estimator, by noise.
 
-Izzo et al., Algorithm 1 with the noise of Corollary 10 (``method="moments"``).
+Izzo et al., Algorithm 1 with the noise of Corollary 10 (``method="moments"``), or Gaussian
+noise calibrated by the coupling bound on the swap sensitivity (``method="coupling"``).
 """
 
 from __future__ import annotations
 
 import copy
+import warnings
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -18,9 +20,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from skmip._random import draw_seed, fix_inner_random_state, resolve_rng
 from skmip._rows import fit_on_rows, subset_fit_params
 from skmip._validation import check_int, check_interval, check_moment, check_option
-from skmip.bounds import mip_noise_constant
-from skmip.exceptions import check_privacy_seed
+from skmip.exceptions import PrivacyWarning, check_privacy_seed
 from skmip.params import get_adapter
+from skmip.wrappers._noise import METHODS, CouplingNoise, MomentsNoise, resolve_method
 
 __all__ = ["MIPNoiseWrapper", "mip_noise_path"]
 
@@ -153,6 +155,10 @@ class MIPNoiseWrapper(MetaEstimatorMixin, BaseEstimator):
         moment: float = 2,
         n_splits: int = 128,
         train_size: float = 0.5,
+        method: str = "auto",
+        confidence: float | None = 0.95,
+        n_rounds: int = 1000,
+        noise_shape: str = "full",
         radius: str = "gamma",
         sigma_from: str = "dataset",
         params="auto",
@@ -165,6 +171,10 @@ class MIPNoiseWrapper(MetaEstimatorMixin, BaseEstimator):
         self.moment = moment
         self.n_splits = n_splits
         self.train_size = train_size
+        self.method = method
+        self.confidence = confidence
+        self.n_rounds = n_rounds
+        self.noise_shape = noise_shape
         self.radius = radius
         self.sigma_from = sigma_from
         self.params = params
@@ -190,6 +200,18 @@ class MIPNoiseWrapper(MetaEstimatorMixin, BaseEstimator):
             why="it is the fraction of rows drawn into D_train; use 0.5 for Definition 1 "
             "with k = n/2, or 1.0 if your data already is the random training half.",
         )
+        check_option(_OWNER, "method", self.method, METHODS)
+        if self.confidence is not None:
+            check_interval(
+                _OWNER, "confidence", self.confidence, 0, 1, closed="neither",
+                why="it is the probability that the coupling bound's estimate holds; 0.95 is "
+                "the default, None calibrates the point estimate (not a guarantee).",
+            )
+        check_int(
+            _OWNER, "n_rounds", self.n_rounds, 2, None,
+            why="each round draws one swap distance per row for the coupling calibration.",
+        )
+        check_option(_OWNER, "noise_shape", self.noise_shape, ("full", "diagonal"))
         check_option(_OWNER, "radius", self.radius, ("gamma", "laplace"))
         check_option(_OWNER, "sigma_from", self.sigma_from, ("dataset", "train"))
 
@@ -303,7 +325,6 @@ def _fit_path(wrapper, X, y, etas, fit_params):
     Returns a list of attribute dicts (one per eta) so that the caller assigns fitted state
     only after everything succeeded: nothing is left half-fitted.
     """
-    from skmip.mechanisms import sample_mip_noise
     from skmip.moments import estimate_sigma
 
     wrapper._validate_hyperparameters()
@@ -350,6 +371,7 @@ def _fit_path(wrapper, X, y, etas, fit_params):
     inner_seed = draw_seed(rng)
     train_rows = np.sort(rng.choice(n, size=n_train, replace=False)) if n_train < n else None
     sigma_seed = draw_seed(rng)
+    coupling_seed = draw_seed(rng)
     noise_rngs = [np.random.default_rng(draw_seed(rng)) for _ in etas]
 
     estimator = fix_inner_random_state(clone(wrapper.estimator), inner_seed)
@@ -373,16 +395,68 @@ def _fit_path(wrapper, X, y, etas, fit_params):
         sigma_X, sigma_y, split_size = X, y, n_train
     else:
         sigma_X, sigma_y, split_size = X_train, y_train, n_train // 2
-    _log(wrapper, f"estimating sigma over {wrapper.n_splits} subsets of {split_size} rows")
     sigma_fit_params = fit_params if sigma_X is X else subset_fit_params(fit_params, train_rows, n)
-    sigma = estimate_sigma(
-        estimator, sigma_X, sigma_y, n_splits=wrapper.n_splits, moment=wrapper.moment,
-        params=adapter, split_size=split_size, random_state=sigma_seed,
-        n_jobs=wrapper.n_jobs, verbose=max(0, wrapper.verbose - 1), fit_params=sigma_fit_params,
-    )
+    method = resolve_method(wrapper.method, estimator, wrapper.params)
+    full_shape = method == "coupling" and wrapper.noise_shape == "full"
+    _log(wrapper, f"measuring the spread over {wrapper.n_splits} subsets of {split_size} rows")
+    if full_shape:
+        from skmip.sensitivity import estimate_noise_factor
+
+        # Gaussian noise shaped like the fit's own covariance over random subsets of D.
+        scale = estimate_noise_factor(
+            estimator, sigma_X, sigma_y, train_size=split_size, n_subsets=wrapper.n_splits,
+            params=adapter, random_state=sigma_seed, n_jobs=wrapper.n_jobs,
+            fit_params=sigma_fit_params,
+        )
+        sigma = np.sqrt(np.sum(scale**2, axis=1))
+    else:
+        sigma = scale = estimate_sigma(
+            estimator, sigma_X, sigma_y, n_splits=wrapper.n_splits, moment=wrapper.moment,
+            params=adapter, split_size=split_size, random_state=sigma_seed,
+            n_jobs=wrapper.n_jobs, verbose=max(0, wrapper.verbose - 1), fit_params=sigma_fit_params,
+        )
+
+    if np.any(sigma == 0):
+        warnings.warn(
+            f"{_OWNER}: {int(np.sum(sigma == 0))} of {sigma.size} parameters did not vary over "
+            f"the {wrapper.n_splits} subsets (sigma = 0) and are released without noise. That "
+            "is safe only if they truly never depend on the data; raise n_splits or exclude "
+            "them with params=[...].",
+            PrivacyWarning, stacklevel=4,
+        )
+
+    if method == "coupling":
+        from skmip.sensitivity import estimate_swap_deltas
+
+        _log(wrapper, f"coupling calibration: {wrapper.n_rounds} rounds of swap distances")
+        # The same data and subset size as sigma: D with k = n_train (Definition 1), or,
+        # when only D_train is known, halves of it.
+        deltas = estimate_swap_deltas(
+            estimator, sigma_X, sigma_y, scale=scale, n_rounds=wrapper.n_rounds,
+            train_size=split_size, polish=True, params=adapter, random_state=coupling_seed,
+            n_jobs=wrapper.n_jobs, verbose=max(0, wrapper.verbose - 1), fit_params=sigma_fit_params,
+        )
+        if wrapper.confidence is None and not deltas.exhaustive:
+            warnings.warn(
+                f"{_OWNER}: confidence=None calibrates the noise to a point estimate from "
+                "random draws; the eta it states is then an estimate, not a guarantee.",
+                PrivacyWarning, stacklevel=4,
+            )
+        noise_law = CouplingNoise(wrapper, scale, deltas)
+        polish = deltas.polished
+        del deltas  # per-row sensitivities of private rows: never kept
+    else:
+        noise_law, polish = MomentsNoise(wrapper, sigma), False
 
     _log(wrapper, f"fitting the estimator on D_train ({n_train} rows)")
     base = fit_on_rows(estimator, X, y, train_rows, fit_params)
+    if polish:
+        # The swap distances describe the exact minimiser of the objective: release it.
+        from skmip.sensitivity import polish_to_minimiser
+
+        train_params = subset_fit_params(fit_params, train_rows, n) if train_rows is not None else fit_params
+        polish_to_minimiser(base, X_train, y_train, sample_weight=train_params.get("sample_weight"),
+                            params=adapter)
     adapter.canonicalize(base)
     theta = adapter.get_vector(base)
     if theta.shape != sigma.shape:
@@ -394,9 +468,7 @@ def _fit_path(wrapper, X, y, etas, fit_params):
 
     results = []
     for i, (eta, noise_rng) in enumerate(zip(etas, noise_rngs)):
-        noise = sample_mip_noise(
-            sigma, eta=eta, moment=wrapper.moment, radius=wrapper.radius, random_state=noise_rng
-        )
+        noise, noise_attrs = noise_law.draw(eta, noise_rng)
         released = base if i == len(etas) - 1 else copy.deepcopy(base)
         adapter.set_vector(released, theta + noise)
         adapter.project(released)
@@ -404,7 +476,8 @@ def _fit_path(wrapper, X, y, etas, fit_params):
         attrs = {
             "estimator_": released,
             "sigma_": sigma,
-            "noise_constant_": float(mip_noise_constant(eta, wrapper.moment)),
+            "method_": method,
+            **noise_attrs,
             "n_train_": n_train,
             "mip_bound_": float(eta),
             "n_features_in_": probe.n_features_in_,

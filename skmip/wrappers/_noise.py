@@ -1,0 +1,64 @@
+"""How MIPNoiseWrapper turns a target eta into noise: one strategy per calibration method.
+
+``"moments"``: Izzo et al.'s Corollary 10 noise, scaled by the per-coordinate spread sigma.
+``"coupling"``: Gaussian noise of shape sigma, its scale calibrated by the coupling bound on
+the swap sensitivity (``docs/coupling.md``; :mod:`skmip.bounds.coupling`).
+
+A strategy is prepared once per fit (the expensive part: swap distances for the coupling) and
+then draws noise for any number of eta, so :func:`~skmip.wrappers.mip_noise_path` shares it.
+Nothing a strategy computes from the private data outlives the fit except the fitted
+attributes it returns.
+"""
+
+from __future__ import annotations
+
+from skmip.bounds import coupling_noise_scale, mip_noise_constant
+from skmip.mechanisms import sample_gaussian_noise, sample_mip_noise
+
+METHODS = ("auto", "coupling", "moments")
+
+
+def resolve_method(method, estimator, params):
+    """``"auto"``: the coupling calibration where skmip computes swap sensitivities without
+    refitting (a registered smooth loss and the estimator's own parameter layout), else the
+    moments calibration (any estimator)."""
+    if method != "auto":
+        return method
+    from skmip.sensitivity import get_smooth_loss
+
+    return "coupling" if (params == "auto" and get_smooth_loss(estimator) is not None) else "moments"
+
+
+class MomentsNoise:
+    """Corollary 10: X = r U, radius Gamma(d, c) (or the printed Laplace(c))."""
+
+    def __init__(self, wrapper, sigma):
+        self.moment, self.radius, self.sigma = wrapper.moment, wrapper.radius, sigma
+
+    def draw(self, eta, rng):
+        noise = sample_mip_noise(self.sigma, eta=eta, moment=self.moment, radius=self.radius, random_state=rng)
+        return noise, {"noise_constant_": float(mip_noise_constant(eta, self.moment))}
+
+
+class CouplingNoise:
+    """Gaussian noise s * L z (or s * w * z) with s the smallest scale whose coupling bound
+    meets eta, for a shape L (or w) fixed given the dataset."""
+
+    def __init__(self, wrapper, scale, deltas):
+        self.scale, self.confidence = scale, wrapper.confidence
+        self._distances = deltas.distances
+        self._train_fraction = deltas.train_fraction
+        self.engine = deltas.engine
+
+    def draw(self, eta, rng):
+        cal = coupling_noise_scale(
+            self._distances, eta, confidence=self.confidence, train_fraction=self._train_fraction
+        )
+        noise = sample_gaussian_noise(self.scale, cal.noise_scale, random_state=rng)
+        return noise, {
+            "noise_scale_": float(cal.noise_scale),
+            "noise_scale_point_": float(cal.noise_scale_point),
+            "coupling_eta_upper_": None if cal.eta_upper is None else float(cal.eta_upper),
+            "coupling_eta_point_": float(cal.eta_point),
+            "sensitivity_engine_": self.engine,
+        }
