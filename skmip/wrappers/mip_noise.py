@@ -49,6 +49,13 @@ class MIPNoiseWrapper(MetaEstimatorMixin, BaseEstimator):
     (``estimator_``) then satisfies: an attacker holding any record of ``D`` cannot tell
     whether it was in ``D_train`` with accuracy above ``1/2 + eta`` (Definition 1).
 
+    Two calibrations of the noise: ``"coupling"`` (Gaussian noise whose scale is set by a
+    coupling bound on how far swapping one record moves the fit; valid in every dimension,
+    with a confidence statement, and hundreds of times less noise) and ``"moments"`` (Izzo
+    et al.'s Corollary 10). ``"auto"`` uses the coupling calibration wherever skmip computes
+    swap distances without refitting (logistic regression, ridge, least squares) and the
+    moments calibration for every other estimator.
+
     Parameters
     ----------
     estimator : estimator instance
@@ -63,14 +70,37 @@ class MIPNoiseWrapper(MetaEstimatorMixin, BaseEstimator):
         (Corollary 10). Larger M needs less noise (the constant is
         ``(6.16/eta)**(1 + 2/M)``) but a heavier-tailed estimate of the spread.
     n_splits : int, default=128
-        Number of random subsets B over which the spread ``sigma_`` is estimated (>= 2).
+        Number of random subsets B over which the spread ``sigma_`` (and, for the coupling
+        calibration with ``noise_shape="full"``, the covariance of the fit) is estimated.
     train_size : float, default=0.5
         Fraction of the rows of ``D`` drawn uniformly at random into ``D_train``
         (``k = round(train_size * n)``). ``1.0`` means the caller already drew the data it
         passes at random from a larger dataset (as the membership game does): all rows are
         used and the spread is measured over halves of them (Algorithm 1).
+    method : {"auto", "coupling", "moments"}, default="auto"
+        How eta is turned into noise. ``"coupling"``: Gaussian noise ``s L z`` with ``L`` the
+        noise shape and ``s`` the smallest scale whose coupling bound
+        (:func:`skmip.bounds.coupling_noise_scale`) meets eta at ``confidence``; needs swap
+        distances (:func:`skmip.sensitivity.estimate_swap_deltas`), computed without refits
+        for estimators with a registered smooth loss and by refits (slow) otherwise.
+        ``"moments"``: Corollary 10. ``"auto"``: ``"coupling"`` when a smooth loss is
+        registered for the estimator and ``params="auto"``, else ``"moments"``.
+    confidence : float or None, default=0.95
+        Coupling calibration: probability that the estimated swap distances do not
+        understate the bound (empirical Bernstein, union bound over all rows). ``None``
+        calibrates the point estimate and warns: the stated eta is then an estimate.
+    n_rounds : int, default=1000
+        Coupling calibration: independent rounds of swap distances (each costs two fits of
+        the estimator plus arithmetic). Fewer rounds widen the confidence term, about
+        ``7 ln(2n/alpha) / (6 (n_rounds - 1))``; an eta below it raises an error saying how
+        many rounds it needs.
+    noise_shape : {"full", "diagonal"}, default="full"
+        Coupling calibration: the shape of the Gaussian noise, fixed given D. ``"full"``:
+        the Cholesky factor of the (shrunk) covariance of the fit over random subsets of D
+        (:func:`skmip.sensitivity.estimate_noise_factor`; memory O(d^2)); ``"diagonal"``:
+        ``sigma_`` per coordinate (memory O(d)).
     radius : {"gamma", "laplace"}, default="gamma"
-        Law of the noise radius. ``"gamma"`` gives exactly the density
+        Moments calibration: law of the noise radius. ``"gamma"`` gives exactly the density
         ``exp(-||x||_{sigma,M} / c)`` that Theorem 9 assumes; ``"laplace"`` is Corollary 10
         / Algorithm 1 as printed, which does not have that density for d > 1 and is kept
         only to reproduce the paper (it emits a :class:`~skmip.exceptions.PrivacyWarning`).
@@ -97,11 +127,26 @@ class MIPNoiseWrapper(MetaEstimatorMixin, BaseEstimator):
         The releasable model: a fitted clone of ``estimator`` holding only noised,
         projected parameters, with training diagnostics removed.
     sigma_ : ndarray of shape (d,)
-        Per-coordinate spread of the parameters (M-th root of the M-th central moment).
-        It is computed from the private data and is *not* covered by the guarantee:
-        publish ``estimator_`` only.
+        Per-coordinate spread of the parameters (M-th root of the M-th central moment; for
+        the full coupling shape, the standard deviation). It is computed from the private
+        data and is *not* covered by the guarantee: publish ``estimator_`` only.
+    method_ : str
+        The calibration used, ``"coupling"`` or ``"moments"``.
     noise_constant_ : float
-        ``c = (6.16/eta)**(1 + 2/M)`` (Corollary 10).
+        Moments calibration: ``c = (6.16/eta)**(1 + 2/M)`` (Corollary 10).
+    noise_scale_ : float
+        Coupling calibration: the scale ``s`` of the Gaussian noise, in units of the shape.
+    noise_scale_point_ : float
+        Coupling calibration: the scale the point estimate alone would need; the ratio
+        ``noise_scale_ / noise_scale_point_`` is the price of the confidence statement.
+    coupling_eta_upper_ : float or None
+        Coupling calibration: the upper confidence bound on the MIP level at
+        ``noise_scale_`` (at most eta); ``None`` with ``confidence=None``.
+    coupling_eta_point_ : float
+        Coupling calibration: the point estimate of the MIP level at ``noise_scale_``.
+    sensitivity_engine_ : str
+        Coupling calibration: how swap distances were computed (``"newton"``,
+        ``"influence"``, ``"refit"``).
     n_train_ : int
         Number of rows in ``D_train``.
     mip_bound_ : float
@@ -113,7 +158,19 @@ class MIPNoiseWrapper(MetaEstimatorMixin, BaseEstimator):
 
     Notes
     -----
-    Algorithm 1 and Corollary 10 of Izzo et al.: with
+    **Coupling calibration** (``docs/coupling.md``). For a target ``x*`` couple the two
+    training sets: ``D_out`` uniform among k-subsets without ``x*``, ``e`` uniform in it,
+    ``D_in = D_out - e + x*``. Joint convexity of total variation bounds the Bayes-optimal
+    attacker's advantage (Izzo et al., Proposition 2) by ``(1/2) E[2 Phi(Delta/2s) - 1]``
+    with ``Delta`` the whitened change ``||L^-1 (A(D_out) - A(D_in))||``; the wrapper
+    estimates these expectations for every row of D, bounds them at ``confidence``
+    (Maurer & Pontil's empirical Bernstein bound, union over rows) and picks the smallest
+    ``s`` that meets eta. The fits are carried to the exact minimiser of the estimator's
+    objective (:func:`skmip.sensitivity.polish_to_minimiser`) so that the closed-form swap
+    distances describe exactly the released algorithm. With ``train_size=1.0`` the full D
+    is unknown and halves of the given data stand in for it (as Algorithm 1 does for sigma).
+
+    **Moments calibration.** Algorithm 1 and Corollary 10 of Izzo et al.: with
     ``||x||_{sigma,M} = (sum_i |x_i|^M / (d sigma_i^M))^(1/M)`` and ``sigma_i`` bounding the
     M-th central moment of coordinate i, noise with density ``exp(-||x||_{sigma,M}/c)``
     makes ``theta + X`` eta-MIP (Theorem 9). Two departures from the printed algorithm,
@@ -142,9 +199,10 @@ class MIPNoiseWrapper(MetaEstimatorMixin, BaseEstimator):
     >>> from skmip import MIPNoiseWrapper
     >>> X, y = load_breast_cancer(return_X_y=True)
     >>> X = (X - X.mean(0)) / X.std(0)
-    >>> private = MIPNoiseWrapper(LogisticRegression(C=0.1), eta=0.4, n_splits=8).fit(X, y)
-    >>> private.mip_bound_
-    0.4
+    >>> private = MIPNoiseWrapper(LogisticRegression(C=0.1), eta=0.3, n_splits=64,
+    ...                           n_rounds=100).fit(X, y)
+    >>> private.method_, private.mip_bound_, bool(private.coupling_eta_upper_ <= 0.3)
+    ('coupling', 0.3, True)
     """
 
     def __init__(
@@ -527,7 +585,8 @@ def mip_noise_path(estimator, X, y=None, *, etas, fit_params=None, **wrapper_par
     >>> from sklearn.datasets import load_breast_cancer
     >>> from sklearn.linear_model import LogisticRegression
     >>> X, y = load_breast_cancer(return_X_y=True)
-    >>> path = mip_noise_path(LogisticRegression(), X / X.std(0), y, etas=[0.1, 0.5], n_splits=4)
+    >>> path = mip_noise_path(LogisticRegression(), X / X.std(0), y, etas=[0.1, 0.5],
+    ...                       method="moments", n_splits=4)
     >>> [w.mip_bound_ for w in path]
     [0.1, 0.5]
     """
