@@ -22,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from skmip._random import resolve_rng
 from skmip._validation import check_int, check_interval
 from skmip.exceptions import PrivacyWarning, check_privacy_seed
+from skmip._threads import single_threaded_blas
 
 __all__ = ["DPLogisticRegression"]
 
@@ -37,24 +38,6 @@ _INTERCEPT_SCALE = 1.0 / np.sqrt(2.0)
 #: Newton polishing after L-BFGS: at most this many steps, only up to this many coefficients.
 _NEWTON_STEPS = 8
 _NEWTON_MAX_DIM = 2000
-
-
-_BLAS_CONTROLLER = None
-
-
-def _single_threaded_blas():
-    """Context in which BLAS runs on one thread.
-
-    L-BFGS-B calls BLAS on (d x maxcor) blocks, far too small to gain from threads; with a
-    threaded BLAS on a busy machine each fit of a 200 x 31 problem took 97 ms instead of
-    2 ms. The Newton polish (a d x d Hessian) is kept on one thread for the same reason. The controller is built once: enumerating the loaded libraries costs milliseconds.
-    """
-    global _BLAS_CONTROLLER
-    if _BLAS_CONTROLLER is None:
-        from threadpoolctl import ThreadpoolController
-
-        _BLAS_CONTROLLER = ThreadpoolController()
-    return _BLAS_CONTROLLER.limit(limits=1, user_api="blas")
 
 
 def _calibrate(epsilon: float, C: float, c: float = _HESSIAN_BOUND) -> tuple[float, float]:
@@ -352,7 +335,7 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
             f, g = _perturbed_objective(w, Z, s, reg, b)
             return f / n, g / n
 
-        with _single_threaded_blas():
+        with single_threaded_blas():
             res = minimize(
                 fun, np.zeros(Z.shape[1]), jac=True, method="L-BFGS-B",
                 options={"maxiter": int(self.max_iter), "gtol": float(self.tol), "ftol": 0.0, "maxcor": 30},

@@ -87,6 +87,7 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils.parallel import Parallel, delayed
 
 from skmip._random import draw_seed, fix_inner_random_state, resolve_rng
+from skmip._threads import single_threaded_blas
 from skmip._validation import check_int, check_interval, check_option
 from skmip.params import get_adapter
 
@@ -1330,7 +1331,8 @@ def estimate_swap_deltas(
             )
             for seed in seeds
         )
-    rounds = Parallel(n_jobs=n_jobs, verbose=max(0, verbose - 1))(jobs)
+    with single_threaded_blas():
+        rounds = Parallel(n_jobs=n_jobs, verbose=max(0, verbose - 1))(jobs)
     dist = np.stack(rounds, axis=1)
     return SwapDeltas(dist, k, engine, "all" if all_pairs else "sampled",
                       polished=polish and engine != "refit")

@@ -1,7 +1,6 @@
 """MIPNoiseWrapper(method="coupling"): calibration, hygiene, method choice and errors."""
 
 import pickle
-import warnings
 
 import numpy as np
 import pytest

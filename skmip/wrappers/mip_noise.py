@@ -19,6 +19,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from skmip._random import draw_seed, fix_inner_random_state, resolve_rng
 from skmip._rows import fit_on_rows, subset_fit_params
+from skmip._threads import single_threaded_blas
 from skmip._validation import check_int, check_interval, check_moment, check_option
 from skmip.exceptions import PrivacyWarning, check_privacy_seed
 from skmip.params import get_adapter
@@ -299,7 +300,8 @@ class MIPNoiseWrapper(MetaEstimatorMixin, BaseEstimator):
         TypeError
             If no parameter adapter understands the estimator.
         """
-        (fitted,) = _fit_path(self, X, y, [self.eta], fit_params)
+        with single_threaded_blas():
+            (fitted,) = _fit_path(self, X, y, [self.eta], fit_params)
         # Only now, with everything computed, replace any previous fitted state.
         for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
             delattr(self, name)
@@ -594,7 +596,8 @@ def mip_noise_path(estimator, X, y=None, *, etas, fit_params=None, **wrapper_par
     if not etas:
         raise ValueError("mip_noise_path: etas must contain at least one value in (0, 0.5].")
     template = MIPNoiseWrapper(estimator, **wrapper_params)
-    fitted = _fit_path(template, X, y, etas, fit_params or {})
+    with single_threaded_blas():
+        fitted = _fit_path(template, X, y, etas, fit_params or {})
     wrappers = []
     for eta, attrs in zip(etas, fitted):
         w = clone(template).set_params(eta=eta)
