@@ -105,7 +105,7 @@ class Statistic(BaseEstimator):
         The resolved ``structure``.
     n_features_in_ : int
         Number of columns of ``X``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (n_features,)
         Column names of ``X``, when it has string column names.
 
     Raises

@@ -127,13 +127,13 @@ class MIPGaussianSynthesizer(BaseEstimator):
 
     Attributes
     ----------
-    mean_ : ndarray of shape (n_features_in_,)
+    mean_ : ndarray of shape (n_features,)
         Released (noised) mean; zeros when ``center=False``.
-    covariance_ : ndarray of shape (n_features_in_, n_features_in_)
+    covariance_ : ndarray of shape (n_features, n_features)
         Released matrix ``A``: the noised covariance (``center=True``) or uncentred second
         moment (``center=False``), symmetric and projected to the PSD cone. It is the
         covariance of the synthetic distribution.
-    sqrt_covariance_ : ndarray of shape (n_features_in_, n_features_in_)
+    sqrt_covariance_ : ndarray of shape (n_features, n_features)
         ``W = covariance_ ** (1/2)`` (symmetric square root), the generator's weights.
     noise_constant_ : float
         ``c = (6.16/eta)**(1 + 2/M)`` (Corollary 10).
@@ -143,7 +143,7 @@ class MIPGaussianSynthesizer(BaseEstimator):
         Number of rows in ``D_train``.
     n_features_in_ : int
         Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (n_features,)
         Column names of ``X``, when it has string column names.
 
     Notes
@@ -327,7 +327,7 @@ class MIPGaussianSynthesizer(BaseEstimator):
 
         Returns
         -------
-        ndarray of shape (n_samples, n_features_in_)
+        ndarray of shape (n_samples, n_features)
 
         Raises
         ------
