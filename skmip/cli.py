@@ -50,15 +50,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="defense(s) to audit; repeat the option for several. "
                         "Default: all three (none = the unprotected baseline).")
     p.add_argument("--eta", type=float, action="append",
-                   help="eta of the MIP defense; repeat for several. Default: 0.2, 0.4.")
+                   help="eta of the MIP defense; repeat for several. Default: 0.1, 0.3.")
     p.add_argument("--mip-method", choices=("auto", "coupling", "moments"), default="auto",
                    help="noise calibration of MIPNoiseWrapper: coupling (tight; logistic "
                         "regression), moments (Izzo et al. Cor. 10, any model) or auto "
                         "(coupling where it applies). Default: auto.")
-    p.add_argument("--n-rounds", type=int, default=60,
+    p.add_argument("--n-rounds", type=int, default=150,
                    help="rounds of swap distances for the coupling calibration (the wrapper's "
                         "default for a release is 1000; fewer rounds need more noise and only "
-                        "allow larger eta). Default: 60.")
+                        "allow larger eta). Default: 150.")
     p.add_argument("--bound", type=float, default=0.881,
                    help="target positive-accuracy bound of the subsampled-DP defense "
                         "(Thudi et al. Thm 3.3). Default: 0.881.")
@@ -136,7 +136,7 @@ def _defenses(args, n_classes):
     from skmip.dp_logistic import DPLogisticRegression
 
     chosen = args.defense or list(DEFENSES)
-    etas = args.eta or [0.2, 0.4]
+    etas = args.eta or [0.1, 0.3]
     out = []
     if "none" in chosen:
         out.append(("baseline", lambda: _make_estimator(args.estimator, args.seed), "none"))

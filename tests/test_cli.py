@@ -8,21 +8,22 @@ import pytest
 
 from skmip.cli import main
 
-SMALL = ["--n-models", "4", "--n-splits", "4", "--n-samples", "160", "-q"]
+SMALL = ["--n-models", "4", "--n-splits", "16", "--n-samples", "160", "--n-rounds", "60", "-q"]
+ETAS = ["--eta", "0.3", "--eta", "0.45"]
 
 
 def test_default_audit_prints_the_table(capsys, tmp_path):
     out_json = tmp_path / "audit.json"
-    code = main(SMALL + ["--json", str(out_json)])
+    code = main(SMALL + ETAS + ["--json", str(out_json)])
     assert code == 0
     text = capsys.readouterr().out
-    for label in ("baseline", "MIP eta=0.05", "MIP eta=0.2", "subsampled DP T=0.5"):
+    for label in ("baseline", "MIP eta=0.3", "MIP eta=0.45", "subsampled DP T=0.5"):
         assert label in text
     assert "Izzo et al. Def. 1" in text and "Thudi et al. Thm 3.3" in text
     data = json.loads(out_json.read_text())
     rows = {r["defense"]: r for r in data["results"]}
     assert rows["baseline"]["bound"] is None
-    assert rows["MIP eta=0.05"]["bound"] == pytest.approx(0.05)
+    assert rows["MIP eta=0.3"]["bound"] == pytest.approx(0.3)
     for r in rows.values():
         assert 0.0 <= r["auc"] <= 1.0 and 0.0 <= r["test_accuracy"] <= 1.0
 
@@ -30,7 +31,7 @@ def test_default_audit_prints_the_table(capsys, tmp_path):
 def test_html_report_is_self_contained(tmp_path):
     pytest.importorskip("matplotlib")
     report = tmp_path / "audit.html"
-    assert main(SMALL + ["--defense", "none", "--defense", "mip", "--eta", "0.3", "--report", str(report)]) == 0
+    assert main(SMALL + ["--defense", "none", "--defense", "mip", "--eta", "0.45", "--report", str(report)]) == 0
     page = report.read_text()
     assert page.count("data:image/png;base64,") == 2
     assert "<script" not in page and "http" not in page.split("<body>")[1]
