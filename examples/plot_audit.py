@@ -20,7 +20,7 @@ from sklearn.tree import DecisionTreeClassifier
 from skmip import MIAttackDisplay, MIAttackScorer, MIPNoiseWrapper, PrivacyWarning
 
 X, y = load_breast_cancer(return_X_y=True)
-X, y = StandardScaler().fit_transform(X)[:150], y[:150]  # a small pool keeps it fast
+X, y = StandardScaler().fit_transform(X)[:150], y[:150]  # small pool: fast
 # train_size=1.0: the game itself draws D_train, so each game model is one run of the
 # Definition 1 experiment and the check against 2 eta is exact.
 protected = MIPNoiseWrapper(LogisticRegression(C=0.1), eta=0.3, method="coupling",
