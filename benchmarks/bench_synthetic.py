@@ -455,9 +455,14 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     parser.add_argument("--parts", nargs="+", default=["fig2", "real", "audit"],
                         choices=["fig2", "real", "audit"])
-    parser.add_argument("--plots", default=str(ROOT / "docs" / "_static"), help="folder for the PNGs")
+    parser.add_argument("--plots", default=None,
+                        help="folder for the PNGs (default: docs/_static for a full run, "
+                             "benchmarks/results with --quick, so a smoke run never replaces "
+                             "the documented figures)")
     parser.add_argument("--results", default=str(ROOT / "benchmarks" / "results" / "synthetic.md"))
     args = parser.parse_args(argv)
+    if args.plots is None:
+        args.plots = str(ROOT / ("benchmarks/results" if args.quick else "docs/_static"))
     out = Path(args.plots)
     out.mkdir(parents=True, exist_ok=True)
     lines = [f"## bench_synthetic.py {' '.join(sys.argv[1:])}", ""]
