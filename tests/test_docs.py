@@ -18,6 +18,8 @@ def test_sphinx_build_has_no_warnings(tmp_path):
     src = tmp_path / "docs"
     # Build a copy: autosummary writes generated pages next to the sources.
     shutil.copytree(DOCS, src, ignore=shutil.ignore_patterns("_build", "generated"))
+    # The gallery page includes the scripts from ../examples.
+    shutil.copytree(DOCS.parent / "examples", tmp_path / "examples")
     res = subprocess.run(
         [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", "-q",
          str(src), str(tmp_path / "html")],
