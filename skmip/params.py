@@ -1063,7 +1063,35 @@ def _is_gaussian_mixture(estimator):
 # ---------------------------------------------------------------------------------------
 
 
-class StandardScalerAdapter(_BlockAdapter):
+class _NamedArraysAdapter(_BlockAdapter):
+    """A fitted preprocessing step whose free parameters are named arrays (``_FIELDS``).
+
+    Fields that the estimator leaves ``None`` (``with_mean=False``, ...) are skipped;
+    ``_refresh`` recomputes the derived attributes after every write.
+    """
+
+    _FIELDS: tuple = ()
+
+    def _names(self, estimator):
+        return [n for n in self._FIELDS if getattr(estimator, n, None) is not None]
+
+    def _read(self, estimator):
+        _require(type(self).__name__, estimator, self._FIELDS)
+        return [
+            np.asarray(getattr(estimator, n), dtype=np.float64).ravel() for n in self._names(estimator)
+        ]
+
+    def _write(self, estimator, blocks):
+        for name, block in zip(self._names(estimator), blocks, strict=True):
+            setattr(estimator, name, _like(getattr(estimator, name), block))
+        self._refresh(estimator)
+
+    @staticmethod
+    def _refresh(estimator):
+        """Recompute attributes derived from the free parameters (none by default)."""
+
+
+class StandardScalerAdapter(_NamedArraysAdapter):
     """``StandardScaler``: ``mean_`` and ``scale_`` (either absent when switched off).
 
     Notes
@@ -1086,20 +1114,7 @@ class StandardScalerAdapter(_BlockAdapter):
     (26,)
     """
 
-    @staticmethod
-    def _names(estimator):
-        return [n for n in ("mean_", "scale_") if getattr(estimator, n, None) is not None]
-
-    def _read(self, estimator):
-        _require(type(self).__name__, estimator, ("mean_", "scale_"))
-        return [
-            np.asarray(getattr(estimator, n), dtype=np.float64).ravel() for n in self._names(estimator)
-        ]
-
-    def _write(self, estimator, blocks):
-        for name, block in zip(self._names(estimator), blocks, strict=True):
-            setattr(estimator, name, _like(getattr(estimator, name), block))
-        self._refresh(estimator)
+    _FIELDS = ("mean_", "scale_")
 
     @staticmethod
     def _refresh(estimator):
@@ -1117,7 +1132,7 @@ class StandardScalerAdapter(_BlockAdapter):
         return {"mean_", "scale_", "var_"}
 
 
-class MinMaxScalerAdapter(_BlockAdapter):
+class MinMaxScalerAdapter(_NamedArraysAdapter):
     """``MinMaxScaler``: ``data_min_`` and ``data_max_`` (minima and maxima of the data!).
 
     Notes
@@ -1135,17 +1150,7 @@ class MinMaxScalerAdapter(_BlockAdapter):
     (8,)
     """
 
-    def _read(self, estimator):
-        _require(type(self).__name__, estimator, ("data_min_", "data_max_"))
-        return [
-            np.asarray(estimator.data_min_, dtype=np.float64),
-            np.asarray(estimator.data_max_, dtype=np.float64),
-        ]
-
-    def _write(self, estimator, blocks):
-        estimator.data_min_ = _like(estimator.data_min_, blocks[0])
-        estimator.data_max_ = _like(estimator.data_max_, blocks[1])
-        self._refresh(estimator)
+    _FIELDS = ("data_min_", "data_max_")
 
     @staticmethod
     def _refresh(estimator):
@@ -1170,7 +1175,7 @@ class MinMaxScalerAdapter(_BlockAdapter):
         return {"data_min_", "data_max_", "data_range_", "scale_", "min_"}
 
 
-class MaxAbsScalerAdapter(_BlockAdapter):
+class MaxAbsScalerAdapter(_NamedArraysAdapter):
     """``MaxAbsScaler``: ``max_abs_``; ``scale_`` is derived.
 
     Notes
@@ -1187,12 +1192,10 @@ class MaxAbsScalerAdapter(_BlockAdapter):
     (4,)
     """
 
-    def _read(self, estimator):
-        _require(type(self).__name__, estimator, ("max_abs_",))
-        return [np.asarray(estimator.max_abs_, dtype=np.float64)]
+    _FIELDS = ("max_abs_",)
 
-    def _write(self, estimator, blocks):
-        estimator.max_abs_ = _like(estimator.max_abs_, blocks[0])
+    @staticmethod
+    def _refresh(estimator):
         estimator.scale_ = _like(estimator.max_abs_, _handle_zeros_in_scale(estimator.max_abs_))
 
     def project(self, estimator):
@@ -1204,7 +1207,7 @@ class MaxAbsScalerAdapter(_BlockAdapter):
         return {"max_abs_", "scale_"}
 
 
-class RobustScalerAdapter(_BlockAdapter):
+class RobustScalerAdapter(_NamedArraysAdapter):
     """``RobustScaler``: ``center_`` (medians) and ``scale_`` (quantile ranges), where used.
 
     Notes
@@ -1220,19 +1223,7 @@ class RobustScalerAdapter(_BlockAdapter):
     (8,)
     """
 
-    @staticmethod
-    def _names(estimator):
-        return [n for n in ("center_", "scale_") if getattr(estimator, n, None) is not None]
-
-    def _read(self, estimator):
-        _require(type(self).__name__, estimator, ("center_", "scale_"))
-        return [
-            np.asarray(getattr(estimator, n), dtype=np.float64).ravel() for n in self._names(estimator)
-        ]
-
-    def _write(self, estimator, blocks):
-        for name, block in zip(self._names(estimator), blocks, strict=True):
-            setattr(estimator, name, _like(getattr(estimator, name), block))
+    _FIELDS = ("center_", "scale_")
 
     def project(self, estimator):
         """Scales below ``10 * eps`` become 1.0 (scikit-learn's rule)."""
