@@ -29,6 +29,7 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils.parallel import Parallel, delayed
 
 from skmip._random import draw_seed, fix_inner_random_state, resolve_rng
+from skmip._rows import n_rows
 from skmip._validation import check_int, check_interval, check_option
 from skmip.exceptions import PrivacyWarning
 
@@ -90,10 +91,6 @@ class MembershipGame:
         ``None`` when the recorded output is not a likelihood (regressors, callables).
         """
         return -self.loss if self.output in ("proba", "score_samples") else None
-
-
-def _n_rows(X):
-    return X.shape[0] if hasattr(X, "shape") else len(X)
 
 
 def _resolve_output(estimator, output):
@@ -216,9 +213,9 @@ def _play_one(estimator, X, y, rows, seed, output, fit_params, inspect, classes)
             model.fit(X_in, y_in, **fit_params)
     if callable(output):
         signal = np.asarray(output(model, X, y), dtype=np.float64).ravel()
-        if signal.shape[0] != _n_rows(X):
+        if signal.shape[0] != n_rows(X):
             raise ValueError(
-                f"{_OWNER}: output callable returned {signal.shape[0]} values for {_n_rows(X)} rows."
+                f"{_OWNER}: output callable returned {signal.shape[0]} values for {n_rows(X)} rows."
             )
         loss = -signal
     else:
@@ -327,9 +324,9 @@ def play_membership_game(
         raise TypeError(f"{_OWNER}: verbose must be an integer; got {verbose!r}.")
     if sp.issparse(X) and X.format != "csr":
         X = X.tocsr()  # row indexing for every sparse format (dia, coo, ... are not subscriptable)
-    n = _n_rows(X)
-    if y is not None and _n_rows(y) != n:
-        raise ValueError(f"{_OWNER}: X has {n} rows but y has {_n_rows(y)}.")
+    n = n_rows(X)
+    if y is not None and n_rows(y) != n:
+        raise ValueError(f"{_OWNER}: X has {n} rows but y has {n_rows(y)}.")
     kind = _resolve_output(estimator, output)
     if kind in ("proba", "neg_squared_error") and y is None:
         raise ValueError(

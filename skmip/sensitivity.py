@@ -83,10 +83,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import linalg, sparse
 from sklearn.base import clone
-from sklearn.utils import _safe_indexing
 from sklearn.utils.parallel import Parallel, delayed
 
 from skmip._random import draw_seed, fix_inner_random_state, resolve_rng
+from skmip._rows import fit_on_rows, n_rows
 from skmip._threads import single_threaded_blas
 from skmip._validation import check_int, check_interval, check_option
 from skmip.params import get_adapter
@@ -553,29 +553,9 @@ def get_smooth_loss(estimator) -> SmoothLoss | None:
     return None
 
 
-def _n_rows(data):
-    return data.shape[0] if hasattr(data, "shape") else len(data)
-
-
-def _subset_fit_params(fit_params, rows, n):
-    out = {}
-    for key, value in fit_params.items():
-        if (hasattr(value, "shape") or isinstance(value, (list, tuple))) and _n_rows(value) == n:
-            out[key] = _safe_indexing(value, rows)
-        else:
-            out[key] = value
-    return out
-
-
 def _fit_vector(estimator, adapter, X, y, rows, fit_params, n):
     """Fit a clone on ``rows`` (sorted) and return (fitted, parameter vector)."""
-    fitted = clone(estimator)
-    Xs = _safe_indexing(X, rows)
-    params = _subset_fit_params(fit_params, rows, n)
-    if y is None:
-        fitted.fit(Xs, **params)
-    else:
-        fitted.fit(Xs, _safe_indexing(y, rows), **params)
+    fitted = fit_on_rows(estimator, X, y, rows, fit_params)
     adapter.canonicalize(fitted)
     return fitted, np.asarray(adapter.get_vector(fitted), dtype=np.float64).ravel()
 
@@ -1244,9 +1224,9 @@ def estimate_swap_deltas(
     """
     check_option(_OWNER, "engine", engine, _ENGINES)
     fit_params = {} if fit_params is None else dict(fit_params)
-    n = _n_rows(X)
-    if y is not None and _n_rows(y) != n:
-        raise ValueError(f"{_OWNER}: X has {n} rows but y has {_n_rows(y)}.")
+    n = n_rows(X)
+    if y is not None and n_rows(y) != n:
+        raise ValueError(f"{_OWNER}: X has {n} rows but y has {n_rows(y)}.")
     if n < 2:
         raise ValueError(f"{_OWNER}: the dataset needs at least 2 rows; got {n}.")
     k = _resolve_k(_OWNER, train_size, n)
@@ -1433,7 +1413,7 @@ def estimate_noise_factor(
 
     owner = "estimate_noise_factor"
     fit_params = {} if fit_params is None else dict(fit_params)
-    n = _n_rows(X)
+    n = n_rows(X)
     k = _resolve_k(owner, train_size, n)
     n_subsets = check_int(owner, "n_subsets", n_subsets, 2, None)
     rng = resolve_rng(random_state)
