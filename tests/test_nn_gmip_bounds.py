@@ -113,23 +113,31 @@ def test_fig2a_glir_matches_eq8_with_known_parameters():
     A = rng.normal(size=(d, d))
     cov = A @ A.T / d + np.eye(d)
     mean = rng.normal(size=d)
-    root = np.linalg.cholesky(cov)
-    log_p = {0: [], 1: []}
-    for member in (0, 1):
-        for _ in range(reps):
-            direction = rng.normal(size=d)
-            theta = mean + root @ (np.sqrt(d) * direction / np.linalg.norm(direction))  # K = d
-            others = mean + rng.normal(size=(n - member, d)) @ root.T
-            m = (others.sum(axis=0) + (theta if member else 0)) / n
-            log_p[member].append(
-                glir.glir_scores(m, theta[None], batch_size=n, mean=mean, covariance=cov, return_log_p=True)[0]
-            )
-    p0, p1 = np.exp(log_p[0]), np.exp(log_p[1])
+    log_p0, log_p1 = glir.simulate_glir_gaussian(
+        n, d, n_trials=reps, mean=mean, covariance=cov, random_state=rng
+    )
+    p0, p1 = np.exp(log_p0), np.exp(log_p1)
     fpr = (p0[:, None] < ALPHAS).mean(axis=0)
     tpr = (p1[:, None] < ALPHAS).mean(axis=0)
     expected = 1 - gmip_tradeoff(ALPHAS, n, d, K=d)
     assert np.all(np.abs(fpr - ALPHAS) <= _binomial_tol(ALPHAS, reps))
     assert np.all(np.abs(tpr - expected) <= _binomial_tol(expected, reps))
+
+
+def test_fig2a_simulation_paper_scale_and_errors():
+    """With the paper's n - 1 scale the non-member p-values are no longer uniform
+    (glir_scores, Notes); invalid inputs are refused."""
+    glir = pytest.importorskip("skmip.attacks.glir")
+    n, d, reps = 10, 4, 4000
+    out, _ = glir.simulate_glir_gaussian(n, d, K=2.0, n_trials=reps, statistic="paper", random_state=3)
+    # The n - 1 scale shrinks the statistic, so p-values are too small: FPR above alpha.
+    assert np.mean(np.exp(out) < 0.1) > 0.1 + _binomial_tol(0.1, reps)
+    with pytest.raises(ValueError, match="positive definite"):
+        glir.simulate_glir_gaussian(n, d, covariance=-np.eye(d))
+    with pytest.raises(ValueError, match="mean must have shape"):
+        glir.simulate_glir_gaussian(n, d, mean=np.zeros(3))
+    with pytest.raises(ValueError, match="K must be"):
+        glir.simulate_glir_gaussian(n, d, K=0.0)
 
 
 def test_compose_and_gdp():
