@@ -229,6 +229,28 @@ def test_multiclass_logistic_regression():
     assert clf.coef_.shape == (3, 4) and clf.predict(X).shape == (150,)
 
 
+def test_logistic_regression_initial_weights(data):
+    """coef_init / intercept_init start training there (lr = 0 and no noise leave them as is)."""
+    from sklearn.datasets import load_iris
+
+    X, y = data
+    frozen = dict(noise_multiplier=0.0, lr=0.0, max_epochs=1, random_state=0)
+    start = np.linspace(-1, 1, 30)
+    for coef in (start, start[None, :]):  # a binary problem takes either shape, as SGDClassifier
+        clf = DPSGDLogisticRegression(**frozen).fit(X, y, coef_init=coef, intercept_init=[0.5])
+        np.testing.assert_allclose(clf.coef_, start[None, :], rtol=1e-6)
+        np.testing.assert_allclose(clf.intercept_, [0.5], rtol=1e-6)
+    zero = DPSGDLogisticRegression(**frozen).fit(X, y, intercept_init=[0.0])
+    assert np.all(zero.coef_ == 0)
+    Xi, yi = load_iris(return_X_y=True)
+    W = np.arange(12.0).reshape(3, 4)
+    np.testing.assert_allclose(DPSGDLogisticRegression(**frozen).fit(Xi, yi, coef_init=W).coef_, W, rtol=1e-6)
+    with pytest.raises(ValueError, match=r"coef_init must have shape \(1, 30\)"):
+        DPSGDLogisticRegression().fit(X, y, coef_init=np.zeros((2, 30)))
+    with pytest.raises(ValueError, match="intercept_init must have shape"):
+        DPSGDLogisticRegression().fit(X, y, intercept_init=[0.0, 1.0])
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 def test_cuda_dp_fit_is_seeded(data):
     X, y = data

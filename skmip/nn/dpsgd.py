@@ -519,7 +519,7 @@ class DPSGDLogisticRegression(ClassifierMixin, BaseEstimator):
         self.device = device
         self.random_state = random_state
 
-    def fit(self, X, y):
+    def fit(self, X, y, coef_init=None, intercept_init=None):
         """Fit with DP-SGD.
 
         Parameters
@@ -528,20 +528,35 @@ class DPSGDLogisticRegression(ClassifierMixin, BaseEstimator):
             Training data (scaled).
         y : array-like of shape (n_samples,)
             Labels.
+        coef_init : array-like of shape (1, n_features) or (n_classes, n_features), default=None
+            Starting weights, as in scikit-learn's ``SGDClassifier.fit`` (shape as ``coef_``).
+            ``None`` (with ``intercept_init`` also ``None``) keeps torch's random
+            initialisation; if only one of the two is given, the other starts at zero. The
+            start must not depend on the private rows (it is not privatised).
+        intercept_init : array-like of shape (1,) or (n_classes,), default=None
+            Starting intercepts (shape as ``intercept_``).
 
         Returns
         -------
         self : DPSGDLogisticRegression
+
+        Raises
+        ------
+        ValueError
+            If fewer than two classes are present, or an initial value has the wrong shape.
         """
         X, y = check_X_y(X, y)
         encoder = LabelEncoder().fit(y)
-        self.classes_ = encoder.classes_
-        if len(self.classes_) < 2:
-            raise ValueError(f"{type(self).__name__}: needs at least 2 classes; got {self.classes_.tolist()}.")
+        classes = encoder.classes_
+        if len(classes) < 2:
+            raise ValueError(f"{type(self).__name__}: needs at least 2 classes; got {classes.tolist()}.")
+        module = self._initial_module(X.shape[1], len(classes), coef_init, intercept_init)
+        self.classes_ = classes
         self.n_features_in_ = X.shape[1]
+        shape = {} if isinstance(module, torch.nn.Module) else dict(
+            module__n_features=X.shape[1], module__n_outputs=len(classes), module__hidden=())
         self.net_ = DPNeuralNetClassifier(
-            MLPModule, module__n_features=X.shape[1], module__n_outputs=len(self.classes_),
-            module__hidden=(), privacy=self.privacy, epsilon=self.epsilon, delta=self.delta,
+            module, **shape, privacy=self.privacy, epsilon=self.epsilon, delta=self.delta,
             mu=self.mu, max_grad_norm=self.max_grad_norm, noise_multiplier=self.noise_multiplier,
             accountant=self.accountant, secure_mode=self.secure_mode, lr=self.lr,
             max_epochs=self.max_epochs, batch_size=min(self.batch_size, len(X)), device=self.device,
@@ -560,6 +575,32 @@ class DPSGDLogisticRegression(ClassifierMixin, BaseEstimator):
             W, b = (W[1] - W[0])[None, :], np.array([b[1] - b[0]])
         self.coef_, self.intercept_ = W, b
         return self
+
+    def _initial_module(self, d, n_classes, coef_init, intercept_init):
+        """The module class with its arguments, or an instance starting at the given weights.
+
+        For two classes the module still has two logits; ``coef_`` is their difference, so
+        the start splits it evenly: ``W = [-coef / 2, coef / 2]`` (likewise the intercept).
+        """
+        if coef_init is None and intercept_init is None:
+            return MLPModule  # skorch builds it from module__* below, seeded by random_state
+        rows = 1 if n_classes == 2 else n_classes
+        owner = type(self).__name__
+        W = np.zeros((rows, d)) if coef_init is None else np.asarray(coef_init, dtype=float)
+        b = np.zeros(rows) if intercept_init is None else np.asarray(intercept_init, dtype=float).ravel()
+        if rows == 1 and W.shape == (d,):
+            W = W[None, :]  # a binary problem's weights as a flat vector, as SGDClassifier takes them
+        if W.shape != (rows, d):
+            raise ValueError(f"{owner}.fit: coef_init must have shape {(rows, d)} (as coef_); got {W.shape}.")
+        if b.shape != (rows,):
+            raise ValueError(f"{owner}.fit: intercept_init must have shape {(rows,)} (as intercept_); got {b.shape}.")
+        if n_classes == 2:
+            W, b = np.vstack([-W / 2, W / 2]), np.r_[-b / 2, b / 2]
+        module = MLPModule(d, n_classes, hidden=())
+        with torch.no_grad():  # every parameter is overwritten: no random draw survives
+            module.output.weight.copy_(torch.as_tensor(W, dtype=module.output.weight.dtype))
+            module.output.bias.copy_(torch.as_tensor(b, dtype=module.output.bias.dtype))
+        return module
 
     def decision_function(self, X):
         """Logit (two classes) or per-class scores, ``X @ coef_.T + intercept_``."""
