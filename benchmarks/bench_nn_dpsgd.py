@@ -7,9 +7,12 @@ is reported, so a change in the load of the shared machine hits both alike.
 
 Run::
 
-    /work/venv/bin/python benchmarks/bench_nn_dpsgd.py [--device cuda]
+    /work/venv/bin/python benchmarks/bench_nn_dpsgd.py [--device cuda] [--quick]
 
-Writes ``benchmarks/results/nn_dpsgd.md`` (ignored by git); ``docs/nn.md`` quotes it.
+``--quick``: 1 repeat of 2 epochs (a smoke run for the reproduction entry point; its
+timings are noisier). Writes ``benchmarks/results/nn_dpsgd_<device>.md``
+(``nn_dpsgd_<device>_quick.md`` with ``--quick``; ignored by git); ``docs/nn.md`` quotes the
+full run.
 """
 
 from __future__ import annotations
@@ -37,10 +40,15 @@ def main():
         help="torch intra-op threads; on a shared, oversubscribed CPU more threads spin-wait "
         "and make every small op many times slower",
     )
-    parser.add_argument("--epochs", type=int, default=5)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=None, help="epochs per fit (default 5; 2 with --quick)")
+    parser.add_argument("--repeats", type=int, default=None, help="interleaved fits (default 3; 1 with --quick)")
     parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--quick", action="store_true", help="1 repeat of 2 epochs")
     args = parser.parse_args()
+    if args.epochs is None:
+        args.epochs = 2 if args.quick else 5
+    if args.repeats is None:
+        args.repeats = 1 if args.quick else 3
     load_at_start = os.getloadavg()[0]
     torch.set_num_threads(args.threads)
     X, y = load_digits(return_X_y=True)
@@ -91,7 +99,8 @@ def main():
     print(text)
     out = Path(__file__).parent / "results"
     out.mkdir(exist_ok=True)
-    (out / f"nn_dpsgd_{args.device.split(':')[0]}.md").write_text(text + "\n")
+    suffix = "_quick" if args.quick else ""
+    (out / f"nn_dpsgd_{args.device.split(':')[0]}{suffix}.md").write_text(text + "\n")
 
 
 if __name__ == "__main__":

@@ -7,18 +7,24 @@ multipliers and the mean test accuracy over seeds, and the threshold mu above wh
 needs no noise at all.
 
 Model: logistic regression (``MLPModule(hidden=())``, d = 62) on ``load_breast_cancer``,
-70/30 split, batch 64, 10 epochs, clip norm 1.
+70/30 split, batch 64, 10 epochs, clip norm 1. The mu grid spans 0.1 ... 50 on a log scale
+(the paper samples 20 levels in [0.4, 50], §6.2).
 
 Run::
 
-    /work/venv/bin/python benchmarks/bench_nn_gmip_utility.py [--seeds 5]
+    OMP_NUM_THREADS=1 /work/venv/bin/python benchmarks/bench_nn_gmip_utility.py [--seeds 5]
+        [--quick] [--plots DIR]
 
-Writes ``benchmarks/results/nn_gmip_utility.md`` (ignored by git); ``docs/nn.md`` quotes it.
+``--quick``: 2 seeds, 4 mu values (a few seconds). ``--plots DIR`` draws
+``leemann_fig3.png`` there: accuracy vs mu (log scale), GDP and GMIP lines, like Leemann
+Fig. 3. Writes ``benchmarks/results/nn_gmip_utility.md`` (``nn_gmip_utility_quick.md`` with
+``--quick``; ignored by git); ``docs/nn.md`` quotes the full run.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import warnings
 from pathlib import Path
 
@@ -31,16 +37,22 @@ from sklearn.preprocessing import StandardScaler
 from skmip.bounds import gmip_mu
 from skmip.nn import DPNeuralNetClassifier, MLPModule
 
-MUS = (0.1, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0)
+MUS = (0.1, 0.25, 0.4, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 50.0)
+QUICK_MUS = (0.25, 1.0, 2.0, 5.0)
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--seeds", type=int, default=None, help="seeds per point (default 5; 2 with --quick)")
+    parser.add_argument("--quick", action="store_true", help="2 seeds and 4 mu values")
+    parser.add_argument("--plots", default=None, help="directory for the PNG figure (needs matplotlib)")
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     args = parser.parse_args()
+    if args.seeds is None:
+        args.seeds = 2 if args.quick else 5
+    mus = QUICK_MUS if args.quick else MUS
     torch.set_num_threads(args.threads)
     warnings.simplefilter("ignore")
     X, y = load_breast_cancer(return_X_y=True)
@@ -60,12 +72,13 @@ def main():
         return net.noise_multiplier_, net.score(X_te, y_te)
 
     free = gmip_mu(0.0, B, n, T, d=d)
+    baseline = np.mean([fit("gdp", 1e6, s)[1] for s in range(args.seeds)])
     rows = [
         "# Utility under mu-GDP vs mu-GMIP (trend of Leemann et al. Fig. 3)",
         "",
         f"Logistic regression (d = {d}) on load_breast_cancer: {n} training rows, {len(X_te)} test rows, "
         f"batch {B}, {T} steps, clip 1, lr 0.5; mean test accuracy over {args.seeds} seeds. "
-        f"Non-private accuracy: {np.mean([fit('gdp', 1e6, s)[1] for s in range(args.seeds)]):.3f} "
+        f"Non-private accuracy: {baseline:.3f} "
         "(mu = 1e6, negligible noise).",
         "",
         f"GMIP needs no noise for mu >= {free:.3f} (Eqs. 9-10 with K = d, sigma = 0).",
@@ -73,9 +86,12 @@ def main():
         "| mu | sigma GDP | sigma GMIP | accuracy GDP | accuracy GMIP |",
         "|---|---|---|---|---|",
     ]
-    for mu in MUS:
+    curves = {"gdp": [], "gmip": []}
+    for mu in mus:
         gdp = [fit("gdp", mu, s) for s in range(args.seeds)]
         gmip = [fit("gmip", mu, s) for s in range(args.seeds)]
+        for name, runs in (("gdp", gdp), ("gmip", gmip)):
+            curves[name].append([a for _, a in runs])
         rows.append(
             f"| {mu:g} | {gdp[0][0]:.3f} | {gmip[0][0]:.3f} | {np.mean([a for _, a in gdp]):.3f} | "
             f"{np.mean([a for _, a in gmip]):.3f} |"
@@ -85,7 +101,38 @@ def main():
     print(text)
     out = Path(__file__).parent / "results"
     out.mkdir(exist_ok=True)
-    (out / "nn_gmip_utility.md").write_text(text + "\n")
+    (out / ("nn_gmip_utility_quick.md" if args.quick else "nn_gmip_utility.md")).write_text(text + "\n")
+    if args.plots:
+        plot(args.plots, mus, curves, baseline, free, args.seeds)
+
+
+def plot(directory, mus, curves, baseline, free, seeds):
+    """Accuracy vs mu for GDP and GMIP (mean over seeds, bars: min-max), like Leemann Fig. 3."""
+    import matplotlib
+    import matplotlib.ticker
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    os.makedirs(directory, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(5.2, 3.6))
+    # GDP drawn wider underneath: where the two noises coincide the lines coincide too.
+    for name, label, color, lw in (("gdp", "mu-GDP", "tab:red", 3.0), ("gmip", "mu-GMIP", "tab:blue", 1.3)):
+        acc = np.asarray(curves[name])
+        mean = acc.mean(axis=1)
+        ax.errorbar(mus, mean, yerr=[mean - acc.min(axis=1), acc.max(axis=1) - mean], color=color,
+                    marker="o", ms=2 * lw, lw=lw, capsize=2, label=label + " (bars: min-max over seeds)")
+    ax.axhline(baseline, color="0.5", lw=0.8, ls=":", label="non-private")
+    ax.axvline(free, color="tab:blue", lw=0.8, ls="--", label=f"GMIP without noise (mu >= {free:.2f})")
+    ax.set_xscale("log")
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set_xlabel("mu (smaller = more private)")
+    ax.set_ylabel(f"test accuracy (mean of {seeds} seeds)")
+    ax.set_title("Leemann Fig. 3 trend: breast cancer, logistic regression", fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(os.path.join(directory, "leemann_fig3.png"), dpi=100)
+    plt.close(fig)
 
 
 if __name__ == "__main__":
