@@ -87,11 +87,13 @@ def main():
         "|---|---|---|---|---|",
     ]
     curves = {"gdp": [], "gmip": []}
+    sigmas = {"gdp": [], "gmip": []}
     for mu in mus:
         gdp = [fit("gdp", mu, s) for s in range(args.seeds)]
         gmip = [fit("gmip", mu, s) for s in range(args.seeds)]
         for name, runs in (("gdp", gdp), ("gmip", gmip)):
             curves[name].append([a for _, a in runs])
+            sigmas[name].append(runs[0][0])
         rows.append(
             f"| {mu:g} | {gdp[0][0]:.3f} | {gmip[0][0]:.3f} | {np.mean([a for _, a in gdp]):.3f} | "
             f"{np.mean([a for _, a in gmip]):.3f} |"
@@ -103,11 +105,12 @@ def main():
     out.mkdir(exist_ok=True)
     (out / ("nn_gmip_utility_quick.md" if args.quick else "nn_gmip_utility.md")).write_text(text + "\n")
     if args.plots:
-        plot(args.plots, mus, curves, baseline, free, args.seeds)
+        plot(args.plots, mus, curves, sigmas, baseline, free, args.seeds)
 
 
-def plot(directory, mus, curves, baseline, free, seeds):
-    """Accuracy vs mu for GDP and GMIP (mean over seeds, bars: min-max), like Leemann Fig. 3."""
+def plot(directory, mus, curves, sigmas, baseline, free, seeds):
+    """Accuracy vs mu for GDP and GMIP (mean over seeds, bars: min-max), like Leemann Fig. 3,
+    and the noise multipliers behind them."""
     import matplotlib
     import matplotlib.ticker
 
@@ -115,7 +118,7 @@ def plot(directory, mus, curves, baseline, free, seeds):
     import matplotlib.pyplot as plt
 
     os.makedirs(directory, exist_ok=True)
-    fig, ax = plt.subplots(figsize=(5.2, 3.6))
+    fig, (ax, ax_sigma) = plt.subplots(1, 2, figsize=(9.5, 3.7))
     # GDP drawn wider underneath: where the two noises coincide the lines coincide too.
     for name, label, color, lw in (("gdp", "mu-GDP", "tab:red", 3.0), ("gmip", "mu-GMIP", "tab:blue", 1.3)):
         acc = np.asarray(curves[name])
@@ -130,6 +133,16 @@ def plot(directory, mus, curves, baseline, free, seeds):
     ax.set_ylabel(f"test accuracy (mean of {seeds} seeds)")
     ax.set_title("Leemann Fig. 3 trend: breast cancer, logistic regression", fontsize=9)
     ax.legend(fontsize=7, loc="lower right")
+    for name, label, color, lw in (("gdp", "mu-GDP", "tab:red", 3.0), ("gmip", "mu-GMIP", "tab:blue", 1.3)):
+        ax_sigma.plot(mus, sigmas[name], color=color, marker="o", ms=2 * lw, lw=lw, label=label)
+    ax_sigma.axvline(free, color="tab:blue", lw=0.8, ls="--")
+    ax_sigma.set_xscale("log")
+    ax_sigma.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax_sigma.set_ylim(bottom=0)
+    ax_sigma.set_xlabel("mu")
+    ax_sigma.set_ylabel("noise multiplier sigma")
+    ax_sigma.set_title("noise calibrated to each mu (GMIP capped by GDP)", fontsize=9)
+    ax_sigma.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(os.path.join(directory, "leemann_fig3.png"), dpi=100)
     plt.close(fig)
