@@ -63,8 +63,8 @@ def fig1(quick, plots):
     rows = [
         "## Fig. 1: Theorem 5.1 (Eq. 8) vs Corollary 5.1 (Eq. 9), tau = 0, K = d",
         "",
-        f"max gap over {ALPHA_GRID.size} levels alpha in [0, 1]; AUC = integral of 1 - beta(alpha) "
-        "(Eq. 9: Phi(mu_step / sqrt 2)).",
+        (f"max gap over {ALPHA_GRID.size} levels alpha in [0, 1]; AUC = integral of 1 - beta(alpha) "
+         "(Eq. 9: Phi(mu_step / sqrt 2))."),
         "",
         "| d / n | n | d | mu_step (Eq. 9) | max abs(Eq. 8 - Eq. 9) | AUC Eq. 8 | AUC Eq. 9 |",
         "|---|---|---|---|---|---|---|",
@@ -72,7 +72,7 @@ def fig1(quick, plots):
     curves = {}
     for ratio in ratios:
         for n in ns:
-            d = max(1, int(round(ratio * n)))
+            d = max(1, round(ratio * n))
             mu = float(gmip_mu_step(n, d))
             eq8 = np.asarray(gmip_tradeoff(ALPHA_GRID, n, d))
             eq9 = np.asarray(gaussian_tradeoff(ALPHA_GRID, mu))
@@ -115,9 +115,9 @@ def fig2a(quick, plots, seed=0):
     rows = [
         "## Fig. 2a: GLiR with known gradient mean and covariance vs Eq. 8 (K = d, n = d)",
         "",
-        f"{trials} member and {trials} non-member trials per d, Gaussian gradients with a random "
-        "covariance (A A^T / d + I), targets at susceptibility exactly d; attack says "
-        "'member' if p < alpha. se: binomial standard error of the theory value.",
+        (f"{trials} member and {trials} non-member trials per d, Gaussian gradients with a random "
+         "covariance (A A^T / d + I), targets at susceptibility exactly d; attack says "
+         "'member' if p < alpha. se: binomial standard error of the theory value."),
         "",
         "| d = n | mu_step | alpha | FPR | TPR | 1 - Eq. 8 | (TPR - theory) / se |",
         "|---|---|---|---|---|---|---|",
@@ -193,11 +193,11 @@ def fig2bc(quick, plots, seed=1):
     rows = [
         "## Fig. 2b/2c: GLiR on real gradients (breast cancer, last layer, estimated parameters)",
         "",
-        f"MLP 30-8-2 pretrained on 200 rows; audited layer d = {d}; batch n = {n}, SGD lr 0.1; "
-        f"{audits} audits of {n} members vs {n} outsiders drawn from 169 private rows "
-        f"({audits * n} + {audits * n} scores pooled); mean and covariance estimated from 200 "
-        f"background rows (ridge 1e-3). Analytic: Eq. 9 with K = d, mu_step = {mu1:.4f}; k steps "
-        f"sqrt(k) mu_step. AUC standard error under chance: {null_se:.3f}.",
+        (f"MLP 30-8-2 pretrained on 200 rows; audited layer d = {d}; batch n = {n}, SGD lr 0.1; "
+         f"{audits} audits of {n} members vs {n} outsiders drawn from 169 private rows "
+         f"({audits * n} + {audits * n} scores pooled); mean and covariance estimated from 200 "
+         f"background rows (ridge 1e-3). Analytic: Eq. 9 with K = d, mu_step = {mu1:.4f}; k steps "
+         f"sqrt(k) mu_step. AUC standard error under chance: {null_se:.3f}."),
         "",
         "| steps | AUC | analytic AUC | " + " | ".join(f"TPR@{f:g} (analytic)" for f in fprs) + " |",
         "|---|---|---|" + "---|" * len(fprs),

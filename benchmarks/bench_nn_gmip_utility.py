@@ -76,10 +76,10 @@ def main():
     rows = [
         "# Utility under mu-GDP vs mu-GMIP (trend of Leemann et al. Fig. 3)",
         "",
-        f"Logistic regression (d = {d}) on load_breast_cancer: {n} training rows, {len(X_te)} test rows, "
-        f"batch {B}, {T} steps, clip 1, lr 0.5; mean test accuracy over {args.seeds} seeds. "
-        f"Non-private accuracy: {baseline:.3f} "
-        "(mu = 1e6, negligible noise).",
+        (f"Logistic regression (d = {d}) on load_breast_cancer: {n} training rows, {len(X_te)} test rows, "
+         f"batch {B}, {T} steps, clip 1, lr 0.5; mean test accuracy over {args.seeds} seeds. "
+         f"Non-private accuracy: {baseline:.3f} "
+         "(mu = 1e6, negligible noise)."),
         "",
         f"GMIP needs no noise for mu >= {free:.3f} (Eqs. 9-10 with K = d, sigma = 0).",
         "",
