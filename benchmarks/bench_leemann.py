@@ -107,7 +107,7 @@ def fig1(quick, plots):
     return rows
 
 
-def fig2a(quick, plots, seed=0):
+def fig2a(quick, seed=0):
     """GLiR with known parameters on simulated Gaussian gradients vs Eq. 8."""
     ds = (20, 100) if quick else (650, 1026, 2580)
     trials = 1000 if quick else 4000
@@ -164,7 +164,7 @@ def _breast_cancer_net():
     return net, X, y
 
 
-def fig2bc(quick, plots, seed=1):
+def fig2bc(quick, seed=1):
     """GLiR against a real net (estimated parameters), 1 and 5 steps, vs Eq. 9 with K = d."""
     from skmip.nn import glir_audit
 
@@ -272,13 +272,13 @@ def main(argv=None):
         if part == "fig1":
             rows = fig1(args.quick, args.plots)
         elif part == "fig2a":
-            rows, sim = fig2a(args.quick, args.plots)
+            rows, sim = fig2a(args.quick)
         else:
             import torch
 
             torch.set_num_threads(args.threads)
             warnings.simplefilter("ignore")
-            rows, real = fig2bc(args.quick, args.plots)
+            rows, real = fig2bc(args.quick)
         rows += ["", f"({part}: {time.perf_counter() - t0:.1f} s)", ""]
         print("\n".join(rows), flush=True)
         out += rows
