@@ -28,7 +28,7 @@ from typing import Callable
 
 from ._base import MembershipAttack
 from .bayes import ExactAuditResult, exact_mip_advantage
-from .glir import glir_scores, logistic_per_sample_gradients
+from .glir import glir_scores, logistic_per_sample_gradients, simulate_glir_gaussian
 from .lira import LiRA, lira_min_models, lira_scores
 from .loss import LossAttack, loss_scores
 from .rmia import RMIA, rmia_scores
@@ -45,6 +45,7 @@ __all__ = [
     "lira_min_models",
     "rmia_scores",
     "glir_scores",
+    "simulate_glir_gaussian",
     "logistic_per_sample_gradients",
     "get_attack",
     "register_attack",
