@@ -553,8 +553,8 @@ class DPSGDLogisticRegression(ClassifierMixin, BaseEstimator):
         module = self._initial_module(X.shape[1], len(classes), coef_init, intercept_init)
         self.classes_ = classes
         self.n_features_in_ = X.shape[1]
-        shape = {} if isinstance(module, torch.nn.Module) else dict(
-            module__n_features=X.shape[1], module__n_outputs=len(classes), module__hidden=())
+        shape = {} if isinstance(module, torch.nn.Module) else {
+            "module__n_features": X.shape[1], "module__n_outputs": len(classes), "module__hidden": ()}
         self.net_ = DPNeuralNetClassifier(
             module, **shape, privacy=self.privacy, epsilon=self.epsilon, delta=self.delta,
             mu=self.mu, max_grad_norm=self.max_grad_norm, noise_multiplier=self.noise_multiplier,
