@@ -2,9 +2,9 @@
 
     python benchmarks/reproduce.py [--quick] [--only NAME] [--list]
 
-Runs Izzo Fig. 1 and a Nasr-style empirical-vs-theoretical epsilon check in-process, and the
-existing benchmark scripts (each with its own CLI) for the other figures. ``--quick`` passes
-each script's quick option and skips the scripts that have none (they are listed as skipped).
+Runs Izzo Fig. 1 in-process and the benchmark scripts (each with its own CLI) for the other
+figures. ``--quick`` passes each script's quick option (and writes quick plots under
+``benchmarks/results/``, which git ignores).
 Results are printed; where they are recorded is listed in docs/reproductions.md.
 """
 from __future__ import annotations
@@ -13,12 +13,12 @@ import argparse
 import subprocess
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"  # git-ignored: quick runs never overwrite the documented figures
 
 
 def izzo_fig1(quick: bool) -> None:
@@ -42,64 +42,22 @@ def izzo_fig1(quick: bool) -> None:
         print(f"{eta:>6.2f} {eps[i]:>11.4g} {mip[i]:>11.4g} " + " ".join(f"{v:>11.4g}" for v in dp))
 
 
-def nasr_epsilon(quick: bool) -> None:
-    """Empirical epsilon of DPLogisticRegression from a worst-case canary (Nasr et al. style).
-
-    The adversary instantiation of Nasr et al. (Section IV-A): one crafted record -- here a
-    row at the clipping norm pointing along the data's main direction with the label of the
-    other class, the record objective perturbation is most sensitive to -- is included in
-    each model's training set with probability 1/2; the LOSS attack on that record over many
-    models gives TPR/FPR counts, and a Clopper-Pearson bound turns them into a lower bound on
-    epsilon (``skmip.metrics.empirical_epsilon``, threshold chosen on half of the trials and
-    certified on the other half). It must stay below the promised epsilon.
-    """
-    import numpy as np
-    from sklearn.datasets import load_breast_cancer
-
-    from skmip import DPLogisticRegression, PrivacyWarning
-    from skmip.attacks import get_attack
-    from skmip.game import play_membership_game
-    from skmip.metrics import empirical_epsilon
-
-    X, y = load_breast_cancer(return_X_y=True)
-    X = (X - X.mean(0)) / X.std(0)
-    rng = np.random.default_rng(0)
-    rows = rng.choice(len(X), 40, replace=False)
-    X, y = X[rows], y[rows]
-    direction = np.linalg.svd(X, full_matrices=False)[2][0]
-    mean_label = X @ direction > 0
-    canary_label = 1 - int(round(np.mean(y[mean_label]))) if mean_label.any() else 0
-    data_norm = 5.0
-    X = np.vstack([X, data_norm * direction])
-    y = np.append(y, canary_label)
-    n_models = 400 if quick else 2000
-    print(f"Nasr-style canary audit: LOSS on one worst-case record, {n_models} models, pool of "
-          f"{len(y)} rows, Bernoulli(1/2) membership, delta 1e-5, 95% Clopper-Pearson")
-    print(f"{'epsilon':>8} {'empirical eps':>14} {'below':>6}")
-    for e in [0.5, 1.0, 2.0, 4.0, 8.0]:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", PrivacyWarning)  # fixed seeds: reproducible audit
-            game = play_membership_game(
-                DPLogisticRegression(epsilon=e, data_norm=data_norm, C=1.0), X, y,
-                n_models=n_models, sampling="bernoulli", random_state=1,
-            )
-        scores = get_attack("loss").score(game)
-        emp = empirical_epsilon(game.membership[:, -1], scores[:, -1], delta=1e-5)
-        print(f"{e:>8g} {emp:>14.3f} {str(bool(emp <= e)):>6}")
-
-
 # name -> (what it reproduces, full argv, quick argv or None = skipped in --quick)
 SCRIPTS = {
     "izzo_fig2": ("Izzo Fig. 2 (synthetic data)", ["bench_synthetic.py"], ["bench_synthetic.py", "--quick"]),
     "thudi": ("Thudi Figs. (subsampling bounds, audit, accuracy)", ["bench_subsampling.py"],
-              ["bench_subsampling.py", "--quick"]),
-    "leemann_utility": ("Leemann Fig. (GMIP vs GDP utility)", ["bench_nn_gmip_utility.py"], None),
-    "leemann_dpsgd": ("Leemann (noisy SGD cost)", ["bench_nn_dpsgd.py"], None),
+              ["bench_subsampling.py", "--quick", "--plots", str(RESULTS)]),
+    "leemann_figs": ("Leemann Figs. 1, 2a, 2b/2c (trade-off convergence, GLiR audits)", ["bench_leemann.py"],
+                     ["bench_leemann.py", "--quick", "--plots", str(RESULTS)]),
+    "leemann_utility": ("Leemann Fig. 3 (GMIP vs GDP utility)", ["bench_nn_gmip_utility.py"],
+                        ["bench_nn_gmip_utility.py", "--quick", "--plots", str(RESULTS)]),
+    "leemann_dpsgd": ("Leemann (noisy SGD cost)", ["bench_nn_dpsgd.py"], ["bench_nn_dpsgd.py", "--quick"]),
     "exact_audit": ("Exact audits (gamma vs Laplace radius)", ["bench_exact_audit.py"],
                     ["bench_exact_audit.py", "--quick"]),
+    "nasr_epsilon": ("Nasr-style empirical vs theoretical epsilon (DP-SGD, Dirac canary)", ["bench_nasr.py"],
+                     ["bench_nasr.py", "--quick"]),
 }
-INPROCESS = {"izzo_fig1": ("Izzo Fig. 1 (MIP vs DP noise)", izzo_fig1),
-             "nasr_epsilon": ("Nasr-style empirical epsilon", nasr_epsilon)}
+INPROCESS = {"izzo_fig1": ("Izzo Fig. 1 (MIP vs DP noise)", izzo_fig1)}
 
 
 def main(argv: list[str] | None = None) -> int:
