@@ -8,8 +8,8 @@ confidence bound exceeds eta (a broken promise).
 
 Run (about 10 minutes on one core with the defaults)::
 
-    /work/venv/bin/python benchmarks/bench_exact_audit.py
-    /work/venv/bin/python benchmarks/bench_exact_audit.py --quick   # d <= 1,000, fewer draws
+    python benchmarks/bench_exact_audit.py
+    python benchmarks/bench_exact_audit.py --quick   # d <= 1,000, fewer draws
 
 It prints Markdown tables and writes them to ``benchmarks/results/exact_audit.md``
 (ignored by git); ``docs/exact_audits.md`` quotes them with the command.

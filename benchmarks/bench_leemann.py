@@ -2,7 +2,7 @@
 
 Run::
 
-    OMP_NUM_THREADS=1 /work/venv/bin/python benchmarks/bench_leemann.py [--quick] [--plots DIR]
+    OMP_NUM_THREADS=1 python benchmarks/bench_leemann.py [--quick] [--plots DIR]
         [--only fig1 --only fig2a --only fig2bc]
 
 Three parts, each printed as a markdown table (and drawn when ``--plots DIR`` is given):

@@ -9,7 +9,7 @@
 
 Run from the repository root (a few minutes on 2 cores; ``--quick`` for a smoke run)::
 
-    /work/venv/bin/python benchmarks/bench_moments.py
+    python benchmarks/bench_moments.py
 
 Both results print as Markdown tables, with the command and machine, ready for the docs.
 """

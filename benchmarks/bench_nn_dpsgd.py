@@ -7,7 +7,7 @@ is reported, so a change in the load of the shared machine hits both alike.
 
 Run::
 
-    /work/venv/bin/python benchmarks/bench_nn_dpsgd.py [--device cuda] [--quick]
+    python benchmarks/bench_nn_dpsgd.py [--device cuda] [--quick]
 
 ``--quick``: 1 repeat of 2 epochs (a smoke run for the reproduction entry point; its
 timings are noisier). Writes ``benchmarks/results/nn_dpsgd_<device>.md``

@@ -10,8 +10,8 @@
 
 Run::
 
-    /work/venv/bin/python benchmarks/bench_nn_ensemble.py            # CPU
-    /work/venv/bin/python benchmarks/bench_nn_ensemble.py --device cuda
+    python benchmarks/bench_nn_ensemble.py            # CPU
+    python benchmarks/bench_nn_ensemble.py --device cuda
 
 Writes ``benchmarks/results/nn_ensemble.md`` (ignored by git); ``docs/nn.md`` quotes it.
 """

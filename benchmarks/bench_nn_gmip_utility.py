@@ -12,7 +12,7 @@ Model: logistic regression (``MLPModule(hidden=())``, d = 62) on ``load_breast_c
 
 Run::
 
-    OMP_NUM_THREADS=1 /work/venv/bin/python benchmarks/bench_nn_gmip_utility.py [--seeds 5]
+    OMP_NUM_THREADS=1 python benchmarks/bench_nn_gmip_utility.py [--seeds 5]
         [--quick] [--plots DIR]
 
 ``--quick``: 2 seeds, 4 mu values (a few seconds). ``--plots DIR`` draws
