@@ -1,7 +1,8 @@
 """Utility of the coupling-calibrated MIPNoiseWrapper against Corollary 10 and DP, side by side.
 
 Run:  python benchmarks/bench_coupling_utility.py [--quick] [--datasets ...] [--Cs 0.1 1.0]
-      [--rounds breast_cancer=1000 digits=300 adult=200] [--repeats 5]
+      [--rounds breast_cancer=1000 digits=300 adult=200] [--repeats 5] [--plot PNG]
+      python benchmarks/bench_coupling_utility.py --plot-from LOG [LOG ...] --plot PNG
 
 For each dataset (``load_breast_cancer``, ``load_digits``, a uniform subsample of adult) the
 rows are split 70/30 (stratified, seed 0) and standardized with the training split only
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 from sklearn.base import clone
@@ -176,6 +178,56 @@ def report(rows):
               f"{_fmt(target[0]['coupling'])} (>= 0.85 wanted)")
 
 
+def _cell(text):
+    """``"0.927 +- 0.012"`` (bold or not) -> (0.927, 0.012); a bare number -> (x, nan)."""
+    parts = text.strip().strip("*").split("+-")
+    return float(parts[0]), (float(parts[1]) if len(parts) > 1 else np.nan)
+
+
+def parse_report(text):
+    """The rows of the table :func:`report` prints, read back from a saved log or a docs page."""
+    rows = []
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 11 or cells[0] == "dataset" or cells[0].startswith("---"):
+            continue
+        full, half = (float(v) for v in cells[3].split("/"))
+        rows.append({
+            "dataset": cells[0], "C": float(cells[1]), "eta": float(cells[2]), "full": full,
+            "half": (half, np.nan), "coupling": _cell(cells[4]), "gamma": _cell(cells[5]),
+            "laplace": _cell(cells[6]), "dp": _cell(cells[7]), "eps": float(cells[8]),
+        })
+    return rows
+
+
+def plot(rows, path):
+    """Test accuracy vs eta, one panel per (dataset, C): every method of the table side by side."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = list(dict.fromkeys((r["dataset"], r["C"]) for r in rows))
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False)
+    styles = [("coupling", "coupling (95%)", "C0", "o"), ("dp", "DP at eps(eta), Thm 4", "C3", "s"),
+              ("gamma", "Cor. 10, Gamma radius", "C1", "^"), ("laplace", "Cor. 10, Laplace radius", "C2", "v")]
+    for ax, (name, C) in zip(axes[0], panels):
+        rs = sorted((r for r in rows if r["dataset"] == name and r["C"] == C), key=lambda r: r["eta"])
+        etas = [r["eta"] for r in rs]
+        for key, label, color, marker in styles:
+            mean = [r[key][0] for r in rs]
+            se = [0.0 if np.isnan(r[key][1]) else r[key][1] for r in rs]
+            ax.errorbar(etas, mean, yerr=se, label=label, color=color, marker=marker, capsize=3)
+        ax.axhline(rs[0]["half"][0], color="k", ls="--", lw=1, label="non-private (half of D)")
+        ax.set(title=f"{name}, C = {C:g}", xlabel="eta (MIP promise)", ylim=(0, 1))
+    axes[0][0].set_ylabel("test accuracy")
+    axes[0][-1].legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    print(f"plot: {path}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
@@ -189,7 +241,15 @@ def main():
                              " ".join(f"{k}={v}" for k, v in ROUNDS.items()) + ")")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--n-splits", type=int, default=128)
+    parser.add_argument("--plot", default=None, metavar="PNG", help="draw accuracy vs eta to this file")
+    parser.add_argument("--plot-from", nargs="+", default=None, metavar="FILE",
+                        help="only draw --plot from the tables in saved outputs of this script "
+                             "(or a docs page quoting them); runs nothing")
     args = parser.parse_args()
+    if args.plot_from:
+        rows = [r for f in args.plot_from for r in parse_report(Path(f).read_text())]
+        plot(rows, args.plot or "coupling_utility.png")
+        return
     warnings.simplefilter("ignore", PrivacyWarning)  # fixed seeds: a benchmark, not a release
     rounds = dict(ROUNDS)
     rounds.update({k: int(v) for k, v in (s.split("=") for s in args.rounds)})
@@ -206,6 +266,8 @@ def main():
                               n_samples=n_samples if name == "adult" else None)
     report(rows)
     print(f"\ntotal {time.perf_counter() - t0:.0f} s")
+    if args.plot:
+        plot(rows, args.plot)
 
 
 if __name__ == "__main__":
