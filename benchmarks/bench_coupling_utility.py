@@ -1,7 +1,7 @@
 """Utility of the coupling-calibrated MIPNoiseWrapper against Corollary 10 and DP, side by side.
 
 Run:  python benchmarks/bench_coupling_utility.py [--quick] [--datasets ...] [--Cs 0.1 1.0]
-      [--rounds breast_cancer=1000 digits=300 adult=200] [--repeats 5] [--plot PNG]
+      [--rounds breast_cancer=1000 digits=1000 adult=1000] [--repeats 5] [--plot PNG]
       python benchmarks/bench_coupling_utility.py --plot-from LOG [LOG ...] --plot PNG
 
 For each dataset (``load_breast_cancer``, ``load_digits``, a uniform subsample of adult) the
@@ -55,16 +55,17 @@ ALPHA = 0.05  # 1 - confidence of the coupling calibration
 # wrapper polishes the released fit to the exact minimiser either way.
 # Scaling: standardized, except digits, whose pixels are scaled to [0, 1] (MinMaxScaler on
 # the training split). eta-MIP is a maximum over the records of D, and standardizing pixels
-# that are almost always 0 turns the few rows that ink them into values of 20-40 sigma
-# whose swaps dominate the bound: the coupling scale was 84-144 sigma at the point estimate
-# standardized, 2.1 sigma scaled to [0, 1] (a 40-round probe at eta = 0.45, C = 0.1).
+# that are almost always 0 turns the few rows that ink them into values up to 35 (row norms
+# up to 49 against a median of 6.7) whose swaps dominate the bound: the coupling scale was
+# 84-144 sigma at the point estimate standardized, 2.1 sigma scaled to [0, 1] (row norms
+# at most 4.8; a 40-round probe at eta = 0.45, C = 0.1).
 CONFIG = {
     "breast_cancer": dict(n_samples=None, solver="newton-cholesky", tol=1e-10, shape="full", scaler="standard"),
     "digits": dict(n_samples=None, solver="lbfgs", tol=1e-8, shape="full", scaler="minmax"),
     "adult": dict(n_samples=2000, solver="newton-cholesky", tol=1e-10, shape="full", scaler="standard"),
 }
 SCALERS = {"standard": StandardScaler, "minmax": MinMaxScaler}
-ROUNDS = {"breast_cancer": 1000, "digits": 300, "adult": 200}
+ROUNDS = {"breast_cancer": 1000, "digits": 1000, "adult": 1000}
 
 
 def _data(name, n_samples):
