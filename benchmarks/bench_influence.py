@@ -1,6 +1,7 @@
 """Swap-sensitivity engines and the coupling calibration on real data.
 
 Run:  python benchmarks/bench_influence.py [--rounds 1000] [--check-rounds 20] [--repeats 200]
+      python benchmarks/bench_influence.py --only approx --dataset digits --check-rounds 4
 
 Data: ``load_breast_cancer``, the 70% training split (398 rows) standardized on itself, as in
 the wrapper benchmark; LogisticRegression(C in {0.1, 1}, solver="newton-cholesky",
@@ -34,10 +35,10 @@ import argparse
 import time
 
 import numpy as np
-from sklearn.datasets import load_breast_cancer
+from sklearn.datasets import load_breast_cancer, load_digits
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
-from sklearn.preprocessing import StandardScaler
+from sklearn.preprocessing import MinMaxScaler, StandardScaler
 
 from skmip.bounds import coupling_noise_scale, mip_noise_constant
 from skmip.sensitivity import estimate_noise_factor, estimate_swap_deltas
@@ -45,14 +46,18 @@ from skmip.sensitivity import estimate_noise_factor, estimate_swap_deltas
 ETAS = [0.05, 0.1, 0.2, 0.3]
 
 
-def _data():
-    X, y = load_breast_cancer(return_X_y=True)
+def _data(dataset="breast_cancer"):
+    """70/30 split; breast cancer standardized, digits scaled to [0, 1] (as bench_coupling_utility)."""
+    load, Scaler = {"breast_cancer": (load_breast_cancer, StandardScaler), "digits": (load_digits, MinMaxScaler)}[dataset]
+    X, y = load(return_X_y=True)
     X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
-    scaler = StandardScaler().fit(X_tr)
+    scaler = Scaler().fit(X_tr)
     return scaler.transform(X_tr), scaler.transform(X_te), y_tr, y_te
 
 
-def _model(C):
+def _model(C, dataset="breast_cancer"):
+    if dataset == "digits":  # multinomial: L-BFGS (newton-cholesky takes 9-39 s per fit here)
+        return LogisticRegression(C=C, solver="lbfgs", tol=1e-8, max_iter=2000)
     return LogisticRegression(C=C, solver="newton-cholesky", tol=1e-10)
 
 
@@ -60,10 +65,10 @@ def _vector(m):
     return np.r_[m.coef_.ravel(), m.intercept_]
 
 
-def _shapes(C, X, y, n_halves=128, seed=0):
+def _shapes(C, X, y, n_halves=128, seed=0, dataset="breast_cancer"):
     """Full factor L (estimate_noise_factor, Ledoit-Wolf shrinkage) over random halves of D,
     and the diagonal sigma of the same fits (the square roots of diag(L L^T))."""
-    L = estimate_noise_factor(_model(C), X, y, n_subsets=n_halves, random_state=seed)
+    L = estimate_noise_factor(_model(C, dataset), X, y, n_subsets=n_halves, random_state=seed)
     return np.sqrt(np.einsum("ij,ij->i", L, L)), L
 
 
@@ -71,24 +76,26 @@ def _quantiles(err):
     return " | ".join(f"{q:.4f}" for q in np.quantile(err, [0.5, 0.9, 0.99, 1.0]))
 
 
-def bench_approximation(check_rounds):
-    X, _, y, _ = _data()
-    print("\n## 1. Approximation error against exact refits (same pairs)\n")
+def bench_approximation(check_rounds, dataset="breast_cancer", Cs=(0.1, 1.0)):
+    X, _, y, _ = _data(dataset)
+    # Multinomial models have no target-exact "newton" engine: refits against first order.
+    engines = ["refit", "influence"] if dataset == "digits" else ["refit", "newton", "influence"]
+    print(f"\n## 1. Approximation error against exact refits (same pairs), {dataset}\n")
     print(f"n = {len(X)}, k = {len(X) // 2}, {check_rounds} rounds x 1 pair per target\n")
     print("| C | engine | s/round | median | p90 | p99 | max | max, top-10% distances | s_point(0.1) / refit | s_point(0.2) / refit |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    for C in [0.1, 1.0]:
-        w, _ = _shapes(C, X, y)
+    for C in Cs:
+        w, _ = _shapes(C, X, y, dataset=dataset)
         kw = dict(scale=w, n_rounds=check_rounds, pairs_per_target=1, random_state=1)
         runs = {}
-        for engine in ["refit", "newton", "influence"]:
+        for engine in engines:
             t0 = time.perf_counter()
-            runs[engine] = estimate_swap_deltas(_model(C), X, y, engine=engine, **kw).distances
+            runs[engine] = estimate_swap_deltas(_model(C, dataset), X, y, engine=engine, **kw).distances
             runs[engine + "_time"] = (time.perf_counter() - t0) / check_rounds
         ref = runs["refit"].ravel()
         big = ref > np.quantile(ref, 0.9)
         s_ref = {eta: coupling_noise_scale(runs["refit"], eta, confidence=None).noise_scale for eta in (0.1, 0.2)}
-        for engine in ["refit", "newton", "influence"]:
+        for engine in engines:
             err = np.abs(runs[engine].ravel() / ref - 1)
             ratios = [
                 coupling_noise_scale(runs[engine], eta, confidence=None).noise_scale / s_ref[eta]
@@ -258,9 +265,12 @@ def main():
     parser.add_argument("--check-rounds", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=200)
     parser.add_argument("--only", choices=["approx", "confidence", "shape", "audit"], default=None)
+    parser.add_argument("--dataset", choices=["breast_cancer", "digits"], default="breast_cancer",
+                        help="data of section 1 (digits: multinomial, refits against the influence engine)")
+    parser.add_argument("--Cs", nargs="+", type=float, default=[0.1, 1.0], help="C values of section 1")
     args = parser.parse_args()
     if args.only in (None, "approx"):
-        bench_approximation(args.check_rounds)
+        bench_approximation(args.check_rounds, args.dataset, args.Cs)
     if args.only in (None, "confidence"):
         bench_confidence(args.rounds)
     if args.only in (None, "shape"):
