@@ -19,6 +19,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"  # git-ignored: quick runs never overwrite the documented figures
+DOC_FIGURES = HERE.parent / "docs" / "figures"
 
 
 def izzo_fig1(quick: bool) -> None:
@@ -40,6 +41,30 @@ def izzo_fig1(quick: bool) -> None:
     for i, eta in enumerate(etas):
         dp = [2.0 ** (n / 3) / eps[i] for n in ns]
         print(f"{eta:>6.2f} {eps[i]:>11.4g} {mip[i]:>11.4g} " + " ".join(f"{v:>11.4g}" for v in dp))
+    _plot_izzo_fig1(etas, mip, eps, ns, RESULTS if quick else DOC_FIGURES)
+
+
+def _plot_izzo_fig1(etas, mip, eps, ns, folder):
+    """Noise scale vs eta on a log axis: the MIP line and one DP line per n."""
+    try:
+        import matplotlib
+    except ImportError:  # the plot is optional; the table above is the result
+        print("(matplotlib not installed: no plot)")
+        return
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    ax.semilogy(etas, mip, "k-o", label="eta-MIP, Cor. 10 (M = 2, sigma = 1)")
+    for n in ns:
+        ax.semilogy(etas, 2.0 ** (n / 3) / eps, "--", marker=".", label=f"DP at eps(eta), n = {n}")
+    ax.set(xlabel="eta", ylabel="Laplace noise scale", title="Izzo et al. Fig. 1: noise for MIP vs DP")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    folder.mkdir(parents=True, exist_ok=True)
+    fig.savefig(folder / "izzo_fig1.png", dpi=100)
+    plt.close(fig)
+    print(f"plot: {folder / 'izzo_fig1.png'}")
 
 
 # name -> (what it reproduces, full argv, quick argv or None = skipped in --quick)
