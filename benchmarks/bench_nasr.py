@@ -1,6 +1,7 @@
 """Nasr-style audit: empirical vs theoretical epsilon of DP-SGD (Opacus) with a Dirac canary.
 
 Run:  python benchmarks/bench_nasr.py [--quick] [--models N] [--epsilons 1 2 4 8] [--n-jobs 2]
+      [--plot PNG]
 
 Nasr et al. (2021, Section IV) instantiate the DP adversary: fix a dataset D and a crafted
 canary x*, train many models on D and on D' = D + {x*}, and turn the attack's false-positive
@@ -185,12 +186,35 @@ def objective_perturbation_audit(epsilons, n_models):
         print(f"{eps:>5g} {empirical_epsilon(m, s, delta=DELTA):>9.3f} {mi_roc_auc(m, s):>6.3f}", flush=True)
 
 
+def plot(rows, path):
+    """Empirical vs theoretical epsilon, Nasr et al.'s figure: one point per target epsilon."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    promised = [r["promised"] for r in rows]
+    fig, ax = plt.subplots(figsize=(5, 4))
+    ax.plot(promised, promised, "k--", lw=1, label="promised (PRV accountant)")
+    ax.plot(promised, [r["empirical"] for r in rows], "o-", label="empirical, Clopper-Pearson 95%")
+    ax.plot(promised, [r["ceiling"] for r in rows], "s:", label="ceiling for this many trials")
+    ax.plot(promised, [r["eps_mu_lo"] for r in rows], "^-", label="Gaussian fit, eps(mu_lo)")
+    ax.set(xlabel="theoretical epsilon", ylabel="epsilon lower bound",
+           title="DP-SGD, Dirac canary (Nasr-style audit)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    print(f"plot: {path}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="250 models per side, epsilon 2 and 8")
     parser.add_argument("--models", type=int, default=1000, help="models per side (in / out)")
     parser.add_argument("--epsilons", nargs="+", type=float, default=[0.5, 1.0, 2.0, 4.0, 8.0])
     parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--plot", default=None, metavar="PNG", help="draw empirical vs theoretical epsilon")
     args = parser.parse_args(argv)
     n_models, epsilons = args.models, args.epsilons
     if args.quick:
@@ -201,7 +225,9 @@ def main(argv=None):
           f"{n_models} without; delta = {DELTA:g}; 95% Clopper-Pearson (split threshold)")
     print(f"{'eps':>5} {'sigma':>7} {'promised':>8} {'exact':>7} {'empirical':>9} {'ceiling':>8} "
           f"{'AUC':>6} {'AUC(mu)':>7} {'mu':>6} {'mu_hat':>6} {'95% CI':>16} {'eps(mu_lo)':>11} {'s':>6}")
-    dpsgd_audit(epsilons, n_models, args.n_jobs)
+    rows = dpsgd_audit(epsilons, n_models, args.n_jobs)
+    if args.plot:
+        plot(rows, args.plot)
     print(f"\nObjective perturbation (DPLogisticRegression, data_norm 5, C 1): crafted record in a pool "
           f"of 40, Bernoulli(1/2) membership, {2 * n_models} models, LOSS")
     print(f"{'eps':>5} {'empirical':>9} {'AUC':>6}")

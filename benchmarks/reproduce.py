@@ -67,20 +67,22 @@ def _plot_izzo_fig1(etas, mip, eps, ns, folder):
     print(f"plot: {folder / 'izzo_fig1.png'}")
 
 
-# name -> (what it reproduces, full argv, quick argv or None = skipped in --quick)
+# name -> (what it reproduces, full argv, quick argv or None = skipped in --quick). Full runs
+# redraw the figures the docs show (docs/figures, docs/_static); quick runs draw into RESULTS.
 SCRIPTS = {
     "izzo_fig2": ("Izzo Fig. 2 (synthetic data)", ["bench_synthetic.py"], ["bench_synthetic.py", "--quick"]),
-    "thudi": ("Thudi Figs. (subsampling bounds, audit, accuracy)", ["bench_subsampling.py"],
+    "thudi": ("Thudi Figs. (subsampling bounds, audit, accuracy)", ["bench_subsampling.py", "--plots", str(DOC_FIGURES)],
               ["bench_subsampling.py", "--quick", "--plots", str(RESULTS)]),
-    "leemann_figs": ("Leemann Figs. 1, 2a, 2b/2c (trade-off convergence, GLiR audits)", ["bench_leemann.py"],
+    "leemann_figs": ("Leemann Figs. 1, 2a, 2b/2c (trade-off convergence, GLiR audits)", ["bench_leemann.py", "--plots", str(DOC_FIGURES)],
                      ["bench_leemann.py", "--quick", "--plots", str(RESULTS)]),
-    "leemann_utility": ("Leemann Fig. 3 (GMIP vs GDP utility)", ["bench_nn_gmip_utility.py"],
+    "leemann_utility": ("Leemann Fig. 3 (GMIP vs GDP utility)", ["bench_nn_gmip_utility.py", "--plots", str(DOC_FIGURES)],
                         ["bench_nn_gmip_utility.py", "--quick", "--plots", str(RESULTS)]),
     "leemann_dpsgd": ("Leemann (noisy SGD cost)", ["bench_nn_dpsgd.py"], ["bench_nn_dpsgd.py", "--quick"]),
     "exact_audit": ("Exact audits (gamma vs Laplace radius)", ["bench_exact_audit.py"],
                     ["bench_exact_audit.py", "--quick"]),
-    "nasr_epsilon": ("Nasr-style empirical vs theoretical epsilon (DP-SGD, Dirac canary)", ["bench_nasr.py"],
-                     ["bench_nasr.py", "--quick"]),
+    "nasr_epsilon": ("Nasr-style empirical vs theoretical epsilon (DP-SGD, Dirac canary)",
+                     ["bench_nasr.py", "--plot", str(DOC_FIGURES / "nasr_epsilon.png")],
+                     ["bench_nasr.py", "--quick", "--plot", str(RESULTS / "nasr_epsilon.png")]),
 }
 INPROCESS = {"izzo_fig1": ("Izzo Fig. 1 (MIP vs DP noise)", izzo_fig1)}
 
