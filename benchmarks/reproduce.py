@@ -92,7 +92,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="quick options; skip slow scripts")
     parser.add_argument("--only", choices=names, action="append", help="run only NAME (repeatable)")
+    parser.add_argument("--list", action="store_true", help="list the reproductions and exit")
     args = parser.parse_args(argv)
+    if args.list:
+        for name in names:
+            title = INPROCESS[name][0] if name in INPROCESS else SCRIPTS[name][0]
+            print(f"{name:<16} {title}")
+        return 0
     failed = []
     for name in args.only or names:
         t0 = time.perf_counter()
