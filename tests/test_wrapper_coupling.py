@@ -117,3 +117,33 @@ def test_bad_coupling_parameters(small):
         MIPNoiseWrapper(LogisticRegression(), noise_shape="round").fit(X, y)
     with pytest.raises(ValueError, match="n_rounds must be"):
         MIPNoiseWrapper(LogisticRegression(), n_rounds=1).fit(X, y)
+
+
+def test_a_few_outlying_records_deciding_the_noise_are_named(small):
+    """Standardized digits: pixels that are almost always 0 make a few rows' swaps set the
+    noise; the wrapper says so and names the fix. Scaled to [0, 1], or on breast cancer, quiet."""
+    import warnings
+
+    from sklearn.datasets import load_digits
+    from sklearn.preprocessing import MinMaxScaler
+
+    from skmip.wrappers._noise import OUTLIER_RATIO, outlying_records
+
+    X, y = load_digits(return_X_y=True)
+    rows = np.random.default_rng(0).choice(len(X), 400, replace=False)
+    X, y = X[rows], y[rows]
+    model = LogisticRegression(C=0.1, tol=1e-8, max_iter=2000)
+    kw = dict(eta=0.45, random_state=0, n_splits=32, n_rounds=30)
+    with pytest.warns(UserWarning, match=r"set by \d+ record\(s\).*MinMaxScaler"):
+        loud = MIPNoiseWrapper(model, **kw).fit(StandardScaler().fit_transform(X), y)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        quiet = MIPNoiseWrapper(model, **kw).fit(MinMaxScaler().fit_transform(X), y)
+        MIPNoiseWrapper(Ridge(), **kw).fit(*small)
+    assert not [w for w in caught if "record(s) of D" in str(w.message)]
+    assert loud.noise_scale_point_ > 3 * quiet.noise_scale_point_  # what the advice buys
+    # The rule itself: a mean above OUTLIER_RATIO times the 99th percentile, 100 records or more.
+    d = np.ones((200, 3, 1))
+    assert outlying_records(d) is None and outlying_records(d[:99]) is None
+    d[7] = OUTLIER_RATIO * 2
+    assert outlying_records(d) == (1, OUTLIER_RATIO * 2)

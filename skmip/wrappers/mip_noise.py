@@ -23,7 +23,13 @@ from skmip._threads import single_threaded_blas
 from skmip._validation import check_int, check_interval, check_moment, check_option
 from skmip.exceptions import PrivacyWarning, check_privacy_seed
 from skmip.params import get_adapter
-from skmip.wrappers._noise import METHODS, CouplingNoise, MomentsNoise, resolve_method
+from skmip.wrappers._noise import (
+    METHODS,
+    CouplingNoise,
+    MomentsNoise,
+    outlying_records,
+    resolve_method,
+)
 
 __all__ = ["MIPNoiseWrapper", "mip_noise_path"]
 
@@ -501,6 +507,17 @@ def _fit_path(wrapper, X, y, etas, fit_params):
                 f"{_OWNER}: confidence=None calibrates the noise to a point estimate from "
                 "random draws; the eta it states is then an estimate, not a guarantee.",
                 PrivacyWarning, stacklevel=4,
+            )
+        outliers = outlying_records(deltas.distances)
+        if outliers is not None:
+            warnings.warn(
+                f"{_OWNER}: the coupling noise is set by {outliers[0]} record(s) of D whose swaps "
+                f"move the fit up to {outliers[1]:.0f} times more than the 99th-percentile "
+                "record's. eta-MIP protects every record, so these decide the noise for all. "
+                "Scaling features to a bounded range (e.g. MinMaxScaler fitted on D or on known "
+                "bounds) or clipping outlying values usually cuts the noise many times (docs: "
+                "'Bound your features').",
+                UserWarning, stacklevel=4,
             )
         noise_law = CouplingNoise(wrapper, scale, deltas)
         polish = deltas.polished
