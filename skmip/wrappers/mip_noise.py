@@ -604,7 +604,7 @@ def mip_noise_path(estimator, X, y=None, *, etas, fit_params=None, **wrapper_par
     >>> from sklearn.datasets import load_breast_cancer
     >>> from sklearn.linear_model import LogisticRegression
     >>> X, y = load_breast_cancer(return_X_y=True)
-    >>> path = mip_noise_path(LogisticRegression(), X / X.std(0), y, etas=[0.1, 0.5],
+    >>> path = mip_noise_path(LogisticRegression(), (X - X.mean(0)) / X.std(0), y, etas=[0.1, 0.5],
     ...                       method="moments", n_splits=4)
     >>> [w.mip_bound_ for w in path]
     [0.1, 0.5]
