@@ -10,7 +10,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["check_interval", "check_option", "check_int"]
+__all__ = ["check_interval", "check_option", "check_int", "check_eta", "check_moment", "ETA_WHY"]
 
 
 def _describe(low, high, closed):
@@ -70,6 +70,18 @@ def check_option(owner, name, value, options, *, why=""):
             msg += " " + why
         raise ValueError(msg)
     return value
+
+
+#: Why a MIP promise eta must lie in (0, 0.5] (Izzo et al., Definition 1): every check says it.
+ETA_WHY = (
+    "eta is the attacker's accuracy advantage over 1/2, so values above 0.5 promise nothing "
+    "and 0 would need infinite noise."
+)
+
+
+def check_eta(owner, eta, name="eta"):
+    """Return ``float(eta)`` for a MIP promise in (0, 0.5], else raise with :data:`ETA_WHY`."""
+    return check_interval(owner, name, eta, 0, 0.5, closed="right", why=ETA_WHY)
 
 
 def check_moment(owner, moment):

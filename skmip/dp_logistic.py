@@ -20,9 +20,9 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from skmip._random import resolve_rng
+from skmip._threads import single_threaded_blas
 from skmip._validation import check_int, check_interval
 from skmip.exceptions import PrivacyWarning, check_privacy_seed
-from skmip._threads import single_threaded_blas
 
 __all__ = ["DPLogisticRegression"]
 

@@ -30,7 +30,13 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from skmip._random import resolve_rng
-from skmip._validation import check_int, check_interval, check_moment, check_option
+from skmip._validation import (
+    check_eta,
+    check_int,
+    check_interval,
+    check_moment,
+    check_option,
+)
 from skmip.bounds.mip import mip_noise_constant
 from skmip.exceptions import PrivacyWarning, check_privacy_seed
 
@@ -70,17 +76,9 @@ def _check_sigma(owner, sigma):
 
 
 
-def _check_eta(owner, eta):
-    return check_interval(
-        owner, "eta", eta, 0.0, 0.5, closed="right",
-        why="eta is the attacker's accuracy advantage over 1/2, so 0 is unreachable by noise "
-        "and values above 0.5 promise nothing.",
-    )
-
-
 def _check_common(owner, sigma, eta, moment, radius):
     sigma, active = _check_sigma(owner, sigma)
-    eta = _check_eta(owner, eta)
+    eta = check_eta(owner, eta)
     moment = check_moment(owner, moment)
     radius = check_option(
         owner, "radius", radius, _RADII,

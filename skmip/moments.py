@@ -29,8 +29,8 @@ from sklearn.base import is_classifier
 from sklearn.utils.parallel import Parallel, delayed
 
 from skmip._random import resolve_rng
-from skmip._rows import n_rows as _count_rows
 from skmip._rows import fit_on_rows
+from skmip._rows import n_rows as _count_rows
 from skmip._validation import check_int, check_interval, check_moment
 from skmip.params import get_adapter
 

@@ -1260,13 +1260,23 @@ class StatelessAdapter(_BlockAdapter):
 
 
 def _is_stateless_transformer(estimator):
-    from sklearn.preprocessing import Binarizer, FunctionTransformer, Normalizer, PolynomialFeatures
+    from sklearn.preprocessing import (
+        Binarizer,
+        FunctionTransformer,
+        Normalizer,
+        PolynomialFeatures,
+    )
 
     return isinstance(estimator, (FunctionTransformer, Normalizer, Binarizer, PolynomialFeatures))
 
 
 def _scaler_adapter(estimator):
-    from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, RobustScaler, StandardScaler
+    from sklearn.preprocessing import (
+        MaxAbsScaler,
+        MinMaxScaler,
+        RobustScaler,
+        StandardScaler,
+    )
 
     for cls, adapter in (
         (StandardScaler, StandardScalerAdapter),

@@ -19,7 +19,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from skmip._random import resolve_rng
-from skmip._validation import check_int, check_interval, check_option
+from skmip._validation import check_eta, check_int, check_interval, check_moment, check_option
 from skmip.exceptions import PrivacyWarning, check_privacy_seed
 from skmip.params import _project_psd
 from skmip.statistic import Statistic
@@ -212,15 +212,8 @@ class MIPGaussianSynthesizer(BaseEstimator):
         self.n_jobs = n_jobs
 
     def _validate_hyperparameters(self):
-        check_interval(
-            _OWNER, "eta", self.eta, 0, 0.5, closed="right",
-            why="eta is the attacker's accuracy advantage over 1/2, so values above 0.5 "
-            "promise nothing and 0 would need infinite noise.",
-        )
-        check_interval(
-            _OWNER, "moment", self.moment, 2, None,
-            why="Corollary 10 needs M >= 2; use moment=2 (variance) if unsure.",
-        )
+        check_eta(_OWNER, self.eta)
+        check_moment(_OWNER, self.moment)
         check_int(
             _OWNER, "n_splits", self.n_splits, 2, None,
             why="the spread is measured over random subsets and needs at least 2 of them; "

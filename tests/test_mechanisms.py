@@ -261,7 +261,7 @@ def test_privacy_warnings():
         (dict(sigma=[[1.0]]), ValueError, "1-D"),
         (dict(sigma=[]), ValueError, "non-empty"),
         (dict(sigma=["a"]), TypeError, "real numbers"),
-        (dict(eta=0.0), ValueError, r"eta must be in \(0.0, 0.5\]"),
+        (dict(eta=0.0), ValueError, r"eta must be in \(0, 0.5\]"),
         (dict(eta=0.7), ValueError, "promise nothing"),
         (dict(moment=1), ValueError, "M >= 2"),
         (dict(moment=np.inf), ValueError, "finite"),

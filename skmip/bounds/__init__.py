@@ -16,15 +16,19 @@ __all__ = list(_mip_all)
 
 from .subsampling import *  # noqa: E402,F401,F403
 from .subsampling import __all__ as _subsampling_all  # noqa: E402
+
 __all__ += list(_subsampling_all)
 from .gmip import *  # noqa: E402,F401,F403
 from .gmip import __all__ as _gmip_all  # noqa: E402
+
 __all__ += list(_gmip_all)
 
 from .coupling import *  # noqa: E402,F401,F403
 from .coupling import __all__ as _coupling_all  # noqa: E402
+
 __all__ += list(_coupling_all)
 
 from .empirical import *  # noqa: E402,F401,F403
 from .empirical import __all__ as _empirical_all  # noqa: E402
+
 __all__ += list(_empirical_all)

@@ -76,6 +76,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import erf
 
+from skmip._validation import check_eta
+
 from ._common import scalar_or_array
 
 __all__ = [
@@ -545,12 +547,7 @@ def coupling_noise_scale(
     """
     owner = "coupling_noise_scale"
     arr = _check_deltas(owner, deltas)
-    eta = float(eta)
-    if not 0.0 < eta <= 0.5:
-        raise ValueError(
-            f"{owner}: eta must be in (0, 0.5]; got {eta!r}. eta is the attacker's accuracy "
-            "advantage over 1/2, so values above 0.5 promise nothing."
-        )
+    eta = check_eta(owner, float(eta))
     weight = _prior_weight(owner, train_fraction)
     if eta >= weight:
         # min(q, 1-q) * TV <= min(q, 1-q): any scale (even no noise) meets such an eta.

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from skmip._validation import ETA_WHY
+
 from ._common import scalar_or_array as _out
 
 __all__ = [
@@ -25,8 +27,7 @@ def _check_eta(eta, name="eta"):
     eta = np.asarray(eta, dtype=np.float64)
     if np.any(~(eta > 0)) or np.any(eta > 0.5):
         raise ValueError(
-            f"{name} must be in (0, 0.5]; got {eta.tolist()!r}. eta is the attacker's accuracy "
-            "advantage over 1/2, so values above 0.5 promise nothing."
+            f"{name} must be in (0, 0.5]; got {eta.tolist()!r}. {ETA_WHY}"
         )
     return eta
 

@@ -20,7 +20,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from skmip._random import draw_seed, fix_inner_random_state, resolve_rng
 from skmip._rows import fit_on_rows, subset_fit_params
 from skmip._threads import single_threaded_blas
-from skmip._validation import check_int, check_interval, check_moment, check_option
+from skmip._validation import (
+    check_eta,
+    check_int,
+    check_interval,
+    check_moment,
+    check_option,
+)
 from skmip.exceptions import PrivacyWarning, check_privacy_seed
 from skmip.params import get_adapter
 from skmip.wrappers._noise import (
@@ -249,11 +255,7 @@ class MIPNoiseWrapper(MetaEstimatorMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ validation
     def _validate_hyperparameters(self):
-        check_interval(
-            _OWNER, "eta", self.eta, 0, 0.5, closed="right",
-            why="eta is the attacker's accuracy advantage over 1/2, so values above 0.5 "
-            "promise nothing and 0 would need infinite noise.",
-        )
+        check_eta(_OWNER, self.eta)
         check_moment(_OWNER, self.moment)
         check_int(
             _OWNER, "n_splits", self.n_splits, 2, None,
@@ -395,10 +397,7 @@ def _fit_path(wrapper, X, y, etas, fit_params):
 
     wrapper._validate_hyperparameters()
     for eta in etas:
-        check_interval(
-            _OWNER, "eta", eta, 0, 0.5, closed="right",
-            why="eta is the attacker's accuracy advantage over 1/2.",
-        )
+        check_eta(_OWNER, eta)
     inner_tags = get_tags(wrapper.estimator)
     supervised = inner_tags.target_tags.required or y is not None
     # Validate on a shallow copy: validate_data records n_features_in_ on the object it is
