@@ -46,18 +46,23 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from skmip.attacks import LiRA, LossAttack
+from skmip.bounds import mip_to_dp_epsilon
 from skmip.dp_baselines import (
     analyze_gauss,
     dp_gradient_descent_second_moment,
     second_moment_gradient_norms,
 )
-from skmip.bounds import mip_to_dp_epsilon
 from skmip.exceptions import PrivacyWarning
 from skmip.game import play_membership_game
 from skmip.metrics import check_mip_bound, membership_advantage
 from skmip.params import _project_psd
 from skmip.statistic import Statistic
-from skmip.synthetic import MIPGaussianSynthesizer, mean_and_covariance
+from skmip.synthetic import (
+    CopyingSynthesizer,
+    MIPGaussianSynthesizer,
+    closest_record_signal,
+    mean_and_covariance,
+)
 from skmip.wrappers import mip_noise_path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -369,37 +374,14 @@ class _GaussianNoPrivacy(BaseEstimator):
         cov = np.zeros((d, d))
         cov[np.triu_indices(d)] = vec[d:]
         self.mean_, self.covariance_ = vec[:d], cov + np.triu(cov, 1).T
+        self.n_features_in_ = d
         return self
+
+    # The same release density the private synthesizer's audit uses.
+    score_samples = MIPGaussianSynthesizer.score_samples
 
     def sample(self, n_samples, random_state=None):
         return _sample(self.mean_, self.covariance_, n_samples, np.random.default_rng(random_state))
-
-
-class _CopyingSynthesizer(BaseEstimator):
-    """Non-private control: the 'synthetic' records are training records."""
-
-    def fit(self, X, y=None):
-        self.rows_ = np.asarray(X, dtype=np.float64).copy()
-        return self
-
-    def sample(self, n_samples, random_state=None):
-        rng = np.random.default_rng(random_state)
-        return self.rows_[rng.choice(len(self.rows_), size=n_samples)]
-
-
-def gaussian_log_likelihood(model, X, y=None):
-    """log N(x; mean_, covariance_), eigenvalues floored at 1e-6 of the largest (singular releases)."""
-    eigval, eigvec = np.linalg.eigh(model.covariance_)
-    eigval = np.maximum(eigval, 1e-6 * max(eigval.max(), 1e-12))
-    z = (X - model.mean_) @ eigvec / np.sqrt(eigval)
-    return -0.5 * np.sum(z**2, axis=1) - 0.5 * np.sum(np.log(eigval))
-
-
-def closest_record(model, X, y=None):
-    """Distance-to-closest-record attack: minus the distance to the nearest of 1,000 samples."""
-    synthetic = model.sample(1000, random_state=0)
-    sq = np.sum(X**2, 1)[:, None] - 2 * X @ synthetic.T + np.sum(synthetic**2, 1)[None, :]
-    return -np.sqrt(np.maximum(sq.min(axis=1), 0.0))
 
 
 def run_audit(quick, out):
@@ -416,7 +398,7 @@ def run_audit(quick, out):
         ("MIPGaussianSynthesizer eta=0.1 M=6, printed Laplace radius",
          MIPGaussianSynthesizer(eta=0.1, moment=6, radius="laplace", n_splits=n_splits, train_size=1.0), 0.1),
         ("control: Gaussian without noise", _GaussianNoPrivacy(), 0.1),
-        ("control: copies training records", _CopyingSynthesizer(), 0.1),
+        ("control: copies training records", CopyingSynthesizer(), 0.1),
     ]
     lines = [
         f"### Membership audit: pool of 200 standardised breast-cancer rows (30 features), "
@@ -430,11 +412,11 @@ def run_audit(quick, out):
     ]
     for name, est, eta in configs:
         for attack_name, output, attack in (
-            ("likelihood (LOSS)", gaussian_log_likelihood, LossAttack()),
-            ("likelihood (LiRA)", gaussian_log_likelihood, LiRA()),
-            ("closest record", closest_record, LossAttack()),
+            ("likelihood (LOSS)", "score_samples", LossAttack()),
+            ("likelihood (LiRA)", "score_samples", LiRA()),
+            ("closest record", closest_record_signal, LossAttack()),
         ):
-            if isinstance(est, _CopyingSynthesizer) and output is gaussian_log_likelihood:
+            if isinstance(est, CopyingSynthesizer) and output == "score_samples":
                 continue
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", PrivacyWarning)

@@ -19,12 +19,18 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from skmip._random import resolve_rng
-from skmip._validation import check_eta, check_int, check_interval, check_moment, check_option
+from skmip._validation import (
+    check_eta,
+    check_int,
+    check_interval,
+    check_moment,
+    check_option,
+)
 from skmip.exceptions import PrivacyWarning, check_privacy_seed
 from skmip.params import _project_psd
 from skmip.statistic import Statistic
 
-__all__ = ["MIPGaussianSynthesizer", "mean_and_covariance"]
+__all__ = ["MIPGaussianSynthesizer", "mean_and_covariance", "closest_record_signal", "CopyingSynthesizer"]
 
 _OWNER = "MIPGaussianSynthesizer"
 _FITTED = (
@@ -335,6 +341,30 @@ class MIPGaussianSynthesizer(BaseEstimator):
         # W is symmetric, so z W has covariance W^T W = covariance_.
         return self.mean_ + z @ self.sqrt_covariance_
 
+    def score_samples(self, X: ArrayLike) -> np.ndarray:
+        """Log density of each row under the released ``N(mean_, covariance_)``.
+
+        The released covariance is projected to the PSD cone and may be singular; its
+        eigenvalues are floored at ``1e-6`` times the largest so that the density is finite.
+        Computed from released parameters only (post-processing), so it is what a membership
+        attack on the release sees (``play_membership_game``'s default output for density
+        estimators).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        eigval, eigvec = np.linalg.eigh(self.covariance_)
+        eigval = np.maximum(eigval, 1e-6 * max(eigval.max(), 1e-12))
+        z = (X - self.mean_) @ eigvec / np.sqrt(eigval)
+        return -0.5 * (np.sum(z**2, axis=1) + np.sum(np.log(eigval)) + X.shape[1] * np.log(2 * np.pi))
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = False
@@ -344,3 +374,63 @@ class MIPGaussianSynthesizer(BaseEstimator):
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, "covariance_")
+
+
+def closest_record_signal(model, X: ArrayLike, y=None, *, n_samples: int = 1000, random_state=0) -> np.ndarray:
+    """Distance-to-closest-record attack on a synthesizer: minus each row's distance to the
+    nearest of ``n_samples`` synthetic records (larger = more likely a training record).
+
+    Pass it as ``output=`` to :func:`skmip.game.play_membership_game` (with
+    ``functools.partial`` to change ``n_samples``). Any fitted object with
+    ``sample(n_samples, random_state=...)`` works.
+
+    Parameters
+    ----------
+    model : fitted synthesizer
+    X : array-like of shape (n_rows, n_features)
+        The records to score.
+    y : ignored
+    n_samples : int, default=1000
+        Synthetic records drawn from ``model``.
+    random_state : int, default=0
+        Seed of the draw (post-processing of the release: fixing it costs no privacy).
+
+    Returns
+    -------
+    ndarray of shape (n_rows,)
+
+    Examples
+    --------
+    >>> X = np.array([[0.0, 0.0], [3.0, 4.0]])
+    >>> closest_record_signal(CopyingSynthesizer().fit(X[:1]), X, n_samples=5).tolist()
+    [-0.0, -5.0]
+    """
+    X = np.asarray(X, dtype=np.float64)
+    synthetic = np.asarray(model.sample(n_samples, random_state=random_state), dtype=np.float64)
+    sq = np.sum(X**2, 1)[:, None] - 2 * X @ synthetic.T + np.sum(synthetic**2, 1)[None, :]
+    return -np.sqrt(np.maximum(sq.min(axis=1), 0.0))
+
+
+class CopyingSynthesizer(BaseEstimator):
+    """A deliberately non-private control: its "synthetic" records are training records.
+
+    Audit it beside a private synthesizer with the same game and attack: an audit that
+    cannot tell this one leaks (``closest_record_signal`` finds every member) has no teeth.
+
+    Examples
+    --------
+    >>> s = CopyingSynthesizer().fit(np.eye(3))
+    >>> bool(np.all(np.isin(s.sample(4, random_state=0), np.eye(3))))
+    True
+    """
+
+    def fit(self, X: ArrayLike, y=None) -> "CopyingSynthesizer":
+        """Keep a copy of ``X`` (this is the leak)."""
+        self.rows_ = np.asarray(X, dtype=np.float64).copy()
+        return self
+
+    def sample(self, n_samples: int = 1, random_state=None) -> np.ndarray:
+        """Draw ``n_samples`` training records with replacement."""
+        check_is_fitted(self)
+        rng = resolve_rng(random_state)
+        return self.rows_[rng.choice(len(self.rows_), size=n_samples)]

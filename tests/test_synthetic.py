@@ -2,11 +2,11 @@
 
 import pickle
 import warnings
+from functools import partial
 
 import numpy as np
 import pytest
 from scipy import stats
-from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from sklearn.mixture import GaussianMixture
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -17,7 +17,12 @@ from skmip.game import play_membership_game
 from skmip.metrics import check_mip_bound, membership_advantage
 from skmip.moments import estimate_sigma
 from skmip.params import GaussianMixtureAdapter, _project_psd
-from skmip.synthetic import MIPGaussianSynthesizer, mean_and_covariance
+from skmip.synthetic import (
+    CopyingSynthesizer,
+    MIPGaussianSynthesizer,
+    closest_record_signal,
+    mean_and_covariance,
+)
 
 COV = np.array([[2.0, 0.6, 0.0], [0.6, 1.0, -0.3], [0.0, -0.3, 0.5]])
 MEAN = np.array([1.0, -2.0, 0.5])
@@ -216,32 +221,9 @@ def test_mixture_release_samples(separated_mixture):
 
 
 # ----------------------------------------------------------------------------- audit
-def _gaussian_log_likelihood(model, X, y):
-    """The released parameters as the model output: log N(x; mean_, covariance_ + ridge)."""
-    # The PSD projection may leave zero eigenvalues; a small floor keeps the density finite.
-    eigval, eigvec = np.linalg.eigh(model.covariance_)
-    eigval = np.maximum(eigval, 1e-6 * max(eigval.max(), 1e-12))
-    z = (X - model.mean_) @ eigvec / np.sqrt(eigval)
-    return -0.5 * np.sum(z**2, axis=1) - 0.5 * np.sum(np.log(eigval))
-
-
-def _closest_record(model, X, y):
-    """Distance-to-closest-record on 200 synthetic samples (closer = more likely a member)."""
-    synthetic = model.sample(200, random_state=0)
-    dist = np.linalg.norm(X[:, None, :] - synthetic[None, :, :], axis=2)
-    return -dist.min(axis=1)
-
-
-class _CopyingSynthesizer(BaseEstimator):
-    """Non-private control: 'synthetic' records are the training records themselves."""
-
-    def fit(self, X, y=None):
-        self.rows_ = np.asarray(X, dtype=np.float64).copy()
-        return self
-
-    def sample(self, n_samples, random_state=None):
-        rng = np.random.default_rng(random_state)
-        return self.rows_[rng.choice(len(self.rows_), size=n_samples)]
+# The release attacked through its own density (the game's default output for it), and its
+# samples through the distance to the closest of 200 synthetic records.
+_closest_record = partial(closest_record_signal, n_samples=200)
 
 
 @pytest.fixture(scope="module")
@@ -250,7 +232,7 @@ def audit_pool():
     return rng.multivariate_normal([0.0, 0.0], [[1.0, 0.3], [0.3, 1.0]], size=100)
 
 
-@pytest.mark.parametrize("attack", [_gaussian_log_likelihood, _closest_record])
+@pytest.mark.parametrize("attack", ["score_samples", _closest_record])
 def test_membership_audit_within_bound(audit_pool, attack):
     eta = 0.1
     synth = MIPGaussianSynthesizer(eta=eta, n_splits=16, train_size=1.0)
@@ -265,7 +247,18 @@ def test_audit_detects_a_copying_synthesizer(audit_pool):
     # The same game and attack refute the bound for a release that leaks the records, so a
     # passing audit above is evidence, not an artefact of a blind attack.
     game = play_membership_game(
-        _CopyingSynthesizer(), audit_pool, n_models=8, output=_closest_record, random_state=0
+        CopyingSynthesizer(), audit_pool, n_models=8, output=_closest_record, random_state=0
     )
     assert not check_mip_bound(game.membership, game.signal, 0.1).holds
     assert membership_advantage(game.membership, game.signal) > 0.5
+
+
+def test_score_samples_is_the_released_gaussian_density(audit_pool):
+    """score_samples = log N(x; mean_, covariance_): a function of the released attributes only
+    (set here to known values), finite when the released covariance is singular."""
+    synth = MIPGaussianSynthesizer(eta=0.3, n_splits=16, random_state=0).fit(audit_pool)
+    synth.mean_, synth.covariance_ = np.array([0.5, -0.2]), np.array([[2.0, 0.3], [0.3, 0.5]])
+    expected = stats.multivariate_normal(synth.mean_, synth.covariance_).logpdf(audit_pool[:10])
+    np.testing.assert_allclose(synth.score_samples(audit_pool[:10]), expected, rtol=1e-10)
+    synth.covariance_ = np.array([[1.0, 0.0], [0.0, 0.0]])  # a PSD projection can leave this
+    assert np.all(np.isfinite(synth.score_samples(audit_pool)))
