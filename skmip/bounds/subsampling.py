@@ -88,6 +88,20 @@ def _delta_factor(delta, floor, prior_of_event, form):
     return 1.0 - delta * prior_of_event / floor
 
 
+def _log_odds(p):
+    """``log(p / (1 - p))`` as ``log p - log1p(-p)``: exact at both ends (``+-inf`` at 1, 0)."""
+    with np.errstate(divide="ignore"):
+        return np.log(p) - np.log1p(-p)
+
+
+def _posterior_bound(epsilon, prior_log_odds, g):
+    """Theorem 3.3's bound ``1 / (1 + e^-eps * odds^-1 * g^-1) = expit(eps + log-odds - log g)``,
+    1 where ``g <= 0`` (vacuous). Stable for large epsilon and priors near 0 or 1."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = epsilon + prior_log_odds - np.log(np.where(g > 0, g, 1.0))
+        return np.where(g > 0, expit(z), 1.0)
+
+
 def _warn_vacuous(owner, g, floor_name):
     if np.any(g <= 0):
         warnings.warn(
@@ -200,11 +214,8 @@ def positive_accuracy_bound(
     epsilon, t, delta, floor = _validate(owner, epsilon, sampling_rate, delta, min_tpr, "min_tpr", form)
     g = _delta_factor(delta, floor, t, form)
     _warn_vacuous(owner, g, "min_tpr")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        # expit(eps + log T - log(1-T) - log g): T = 1 gives log(0) = -inf -> expit(inf) = 1.
-        z = epsilon + np.log(t) - np.log1p(-t) - np.log(np.where(g > 0, g, 1.0))
-        bound = np.where(g > 0, expit(z), 1.0)
-    return _out(bound)
+    # T = 1 gives log-odds inf -> expit(inf) = 1.
+    return _out(_posterior_bound(epsilon, _log_odds(t), g))
 
 
 def negative_accuracy_bound(
@@ -279,9 +290,7 @@ def negative_accuracy_bound(
     epsilon, t, delta, floor = _validate(owner, epsilon, sampling_rate, delta, min_tnr, "min_tnr", form)
     g = _delta_factor(delta, floor, 1.0 - t, form)
     _warn_vacuous(owner, g, "min_tnr")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = epsilon + np.log1p(-t) - np.log(t) - np.log(np.where(g > 0, g, 1.0))
-        bound = np.where(g > 0, expit(z), 1.0)
+    bound = _posterior_bound(epsilon, -_log_odds(t), g)
     # T = 1: x* is always in D, so no "non-member" answer is ever right (and eps = inf
     # would give inf - inf above).
     bound = np.where(t == 1.0, 0.0, bound)
@@ -361,9 +370,9 @@ def epsilon_for_positive_accuracy(
             "(corrected form) the bound of Theorem 3.3 is vacuous for every epsilon. Raise "
             "min_tpr or lower delta."
         )
-    with np.errstate(divide="ignore", invalid="ignore"):
-        eps = (np.log(target) - np.log1p(-target) + np.log1p(-t) - np.log(t)
-               + np.log(np.where(g > 0, g, 1.0)))
+    with np.errstate(invalid="ignore"):
+        # The inverse of _posterior_bound: eps = logit(target) - log-odds(T) + log g.
+        eps = _log_odds(target) - _log_odds(t) + np.log(np.where(g > 0, g, 1.0))
     eps = np.where(target == 1.0, np.inf, eps)
     # Round-off when the target equals the epsilon = 0 bound exactly.
     eps = np.where((eps < 0) & (eps > -1e-12), 0.0, eps)
@@ -452,9 +461,9 @@ def unlearning_guarantee(
                 f"{owner}: form='paper' is Corollary 5.2 as printed, which takes delta = 0; got "
                 f"delta={delta.tolist()!r}. Use form='corrected' for delta > 0."
             )
-        with np.errstate(divide="ignore"):
-            # (1 + e^-eps T/(1-T))^-1 = expit(eps + log(1-T) - log T)
-            return _out(np.where(t == 1.0, 0.0, expit(epsilon + np.log1p(-t) - np.log(t))))
+        # (1 + e^-eps T/(1-T))^-1 = expit(eps + log(1-T) - log T): the negative-accuracy
+        # form with g = 1 (delta = 0).
+        return _out(np.where(t == 1.0, 0.0, _posterior_bound(epsilon, -_log_odds(t), np.ones_like(t))))
     bound = positive_accuracy_bound(epsilon, sampling_rate=sampling_rate, delta=delta,
                                     min_tpr=min_tpr, form=form)
     return _out(1.0 - np.asarray(bound))
