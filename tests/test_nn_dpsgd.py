@@ -240,8 +240,10 @@ def test_logistic_regression_initial_weights(data):
         clf = DPSGDLogisticRegression(**frozen).fit(X, y, coef_init=coef, intercept_init=[0.5])
         np.testing.assert_allclose(clf.coef_, start[None, :], rtol=1e-6)
         np.testing.assert_allclose(clf.intercept_, [0.5], rtol=1e-6)
+    state = torch.random.get_rng_state()
     zero = DPSGDLogisticRegression(**frozen).fit(X, y, intercept_init=[0.0])
     assert np.all(zero.coef_ == 0)
+    assert torch.equal(torch.random.get_rng_state(), state)  # the global torch RNG is not used
     Xi, yi = load_iris(return_X_y=True)
     W = np.arange(12.0).reshape(3, 4)
     np.testing.assert_allclose(DPSGDLogisticRegression(**frozen).fit(Xi, yi, coef_init=W).coef_, W, rtol=1e-6)

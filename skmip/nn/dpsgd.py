@@ -596,7 +596,10 @@ class DPSGDLogisticRegression(ClassifierMixin, BaseEstimator):
             raise ValueError(f"{owner}.fit: intercept_init must have shape {(rows,)} (as intercept_); got {b.shape}.")
         if n_classes == 2:
             W, b = np.vstack([-W / 2, W / 2]), np.r_[-b / 2, b / 2]
-        module = MLPModule(d, n_classes, hidden=())
+        # torch initialises the layer from its global generator; fork it so that building a
+        # module whose every parameter is overwritten leaves the caller's torch RNG untouched.
+        with torch.random.fork_rng(devices=[]):
+            module = MLPModule(d, n_classes, hidden=())
         with torch.no_grad():  # every parameter is overwritten: no random draw survives
             module.output.weight.copy_(torch.as_tensor(W, dtype=module.output.weight.dtype))
             module.output.bias.copy_(torch.as_tensor(b, dtype=module.output.bias.dtype))
