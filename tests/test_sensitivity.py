@@ -13,12 +13,11 @@ from sklearn.preprocessing import StandardScaler
 from skmip.bounds import coupling_eta
 from skmip.sensitivity import (
     SwapDeltas,
-    _jensen_summary,
-    _round_design,
     estimate_swap_deltas,
     get_smooth_loss,
     register_smooth_loss,
 )
+from skmip.sensitivity.rounds import _jensen_summary, _round_design
 from skmip.statistic import Statistic
 
 
@@ -292,7 +291,7 @@ def test_register_smooth_loss_teaches_a_new_estimator_type():
     assert get_smooth_loss(MyRidge()) is None  # subclasses may change the objective
     kw = dict(scale=np.full(5, 0.1), n_rounds=1, pairs_per_target=1, random_state=0)
     assert estimate_swap_deltas(MyRidge(), X, y, **kw).engine == "refit"
-    from skmip.sensitivity import _LeastSquaresLoss
+    from skmip.sensitivity.losses import _LeastSquaresLoss
 
     register_smooth_loss(MyRidge, lambda est: _LeastSquaresLoss())
     try:
@@ -302,9 +301,9 @@ def test_register_smooth_loss_teaches_a_new_estimator_type():
             res.distances, estimate_swap_deltas(MyRidge(), X, y, engine="refit", **kw).distances, rtol=1e-7
         )
     finally:
-        from skmip import sensitivity
+        from skmip.sensitivity import losses
 
-        sensitivity._LOSSES.pop(0)
+        losses._LOSSES.pop(0)
 
 
 def test_exhaustive_pairs_and_itertools_agree_on_the_number_of_draws():
@@ -317,7 +316,8 @@ def test_exhaustive_pairs_and_itertools_agree_on_the_number_of_draws():
 
 
 def test_a_loss_whose_layout_does_not_match_the_adapter_is_refused():
-    from skmip.sensitivity import LossBlock, _LeastSquaresLoss
+    from skmip.sensitivity import LossBlock
+    from skmip.sensitivity.losses import _LeastSquaresLoss
 
     class Shuffled(_LeastSquaresLoss):
         def blocks(self, est, X, y, fit_rows, sample_weight):
@@ -333,9 +333,9 @@ def test_a_loss_whose_layout_does_not_match_the_adapter_is_refused():
             estimate_swap_deltas(MyRidge(), X, y, scale=np.full(5, 0.1), n_rounds=1)
         assert LossBlock._fields[:2] == ("index", "theta")
     finally:
-        from skmip import sensitivity
+        from skmip.sensitivity import losses
 
-        sensitivity._LOSSES.pop(0)
+        losses._LOSSES.pop(0)
 
 
 def test_sparse_input_gives_the_same_distances():

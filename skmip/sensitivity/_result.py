@@ -1,0 +1,85 @@
+"""The result of :func:`~skmip.sensitivity.estimate_swap_deltas`: whitened swap distances."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True, repr=False, eq=False)
+class SwapDeltas:
+    r"""Whitened swap distances, per target row of :math:`\mathcal{D}`.
+
+    Attributes
+    ----------
+    distances : ndarray of shape (n_samples, n_rounds, n_pairs)
+        ``distances[i, r]`` are the values of round ``r`` for target row ``i``: distances
+        :math:`\|(\mathcal{A}(D_{out}) - \mathcal{A}(D_{in}))/w\|` for sampled :math:`e`, or
+        the sorted-block summary of all of them (module docstring). Rounds are independent.
+        ``inf`` marks a change in a coordinate whose scale is 0.
+    n_train : int
+        :math:`k`, the size of the training subsets.
+    engine : str
+        The engine that produced the distances (``"refit"``, ``"newton"``, ``"influence"``
+        or ``"exact"``).
+    pairs : str
+        ``"sampled"`` (independent uniform :math:`e` per value, unbiased), ``"all"`` (the
+        sorted-block summary, an upper bound for the average over every :math:`e`) or
+        ``"exhaustive"`` (engine ``"exact"``: every :math:`(D_{out}, e)`; the mean over
+        axes 1 and 2 *is* the expectation).
+    polished : bool
+        True when every fit was carried to the exact minimiser of the registered objective
+        (:func:`polish_to_minimiser`): the distances then describe that minimiser, and the
+        released model must be polished the same way.
+
+    Notes
+    -----
+    Feed ``distances`` to :func:`skmip.bounds.coupling_noise_scale` with
+    ``train_fraction=result.train_fraction``; use ``confidence=None`` only when
+    ``result.exhaustive``. The object holds sensitivities of private rows: do not release it.
+
+    Examples
+    --------
+    >>> from skmip.sensitivity import estimate_swap_deltas
+    >>> from skmip.statistic import Statistic
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    >>> res = estimate_swap_deltas(Statistic("mean"), X, scale=[1.0], engine="exact")
+    >>> res.exhaustive, res.distances.shape   # C(3, 2) subsets D_out x k = 2 rows e
+    (True, (4, 3, 2))
+    >>> sorted(res.distances[0].ravel().tolist())  # |e - x*| / k for x* = 0, each e twice
+    [0.5, 0.5, 1.0, 1.0, 1.5, 1.5]
+    """
+
+    distances: np.ndarray
+    n_train: int
+    engine: str
+    pairs: str
+    polished: bool = False
+
+    @property
+    def n_samples(self) -> int:
+        """:math:`n`, the number of rows (and targets)."""
+        return self.distances.shape[0]
+
+    @property
+    def n_rounds(self) -> int:
+        """Independent draws per target (axis 1 of ``distances``)."""
+        return self.distances.shape[1]
+
+    @property
+    def train_fraction(self) -> float:
+        """:math:`k/n`, the prior probability of membership."""
+        return self.n_train / self.n_samples
+
+    @property
+    def exhaustive(self) -> bool:
+        """Whether the distances enumerate every :math:`(D_{out}, e)` (exact means)."""
+        return self.pairs == "exhaustive"
+
+    def __repr__(self):
+        return (
+            f"SwapDeltas(n_samples={self.n_samples}, n_train={self.n_train}, "
+            f"n_rounds={self.n_rounds}, n_pairs={self.distances.shape[2]}, "
+            f"engine={self.engine!r}, pairs={self.pairs!r})"
+        )

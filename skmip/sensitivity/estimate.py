@@ -1,0 +1,281 @@
+"""The entry point :func:`estimate_swap_deltas`: validation, engine choice, rounds in parallel."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import sparse
+from sklearn.base import clone
+from sklearn.utils.parallel import Parallel, delayed
+
+from skmip._random import draw_seed, fix_inner_random_state, resolve_rng
+from skmip._rows import n_rows
+from skmip._threads import single_threaded_blas
+from skmip._validation import check_int, check_interval, check_option
+from skmip.params import get_adapter
+
+from ._common import _OWNER, _fit_vector
+from ._result import SwapDeltas
+from .exact import _exact_distances
+from .influence import _influence_round
+from .losses import get_smooth_loss
+from .refit import _refit_round
+from .rounds import _SUMMARY_SIZE, _resolve_k
+from .whitening import _Whitener
+
+_ENGINES = ("auto", "refit", "newton", "influence", "exact")
+#: Above this many (e, x*) pairs per fit, "auto" pairs switch from all pairs to a sample.
+_ALL_PAIRS_MAX = 2**22
+#: Sampled pairs per target and round when all pairs would be too many.
+_SAMPLED_PAIRS = 16
+
+
+def estimate_swap_deltas(
+    estimator,
+    X: ArrayLike,
+    y: ArrayLike | None = None,
+    *,
+    scale: ArrayLike,
+    n_rounds: int = 1000,
+    train_size: int | float | None = None,
+    engine: str = "auto",
+    pairs_per_target: int | str | None = None,
+    summary_size: int = _SUMMARY_SIZE,
+    refine: float = 0.05,
+    polish: bool = False,
+    params="auto",
+    random_state=None,
+    n_jobs: int | None = None,
+    verbose: int = 0,
+    fit_params: dict | None = None,
+) -> SwapDeltas:
+    r"""Draw whitened swap distances for every row of :math:`\mathcal{D}` (coupling bound).
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        The learner :math:`\mathcal{A}`, unfitted; it must be deterministic given its data.
+        Any ``random_state`` parameter that is not an integer is fixed to one seed (drawn
+        from ``random_state``) shared by every fit.
+    X : array_like or sparse matrix of shape (n_samples, n_features)
+        The whole dataset :math:`\mathcal{D}` (not only :math:`\mathcal{D}_{train}`): every row
+        is a target.
+    y : array_like of shape (n_samples,) or (n_samples, n_outputs), default=None
+        Targets, for supervised learners.
+    scale : array_like of shape (n_params,) or (n_params, n_params)
+        The shape of the Gaussian noise, fixed given :math:`\mathcal{D}` (never computed
+        from :math:`\mathcal{D}_{train}`), in the layout of the parameter adapter. A vector
+        :math:`w` (e.g. ``sigma`` from :func:`skmip.moments.estimate_sigma`) means noise
+        :math:`s\,w\odot z` and distances :math:`\|\Delta/w\|`; a coordinate with
+        :math:`w_j = 0` gets no noise, so a swap that changes it gives ``inf``. A square
+        invertible matrix :math:`L` means noise :math:`s\,Lz` (covariance
+        :math:`s^2LL^\top`, e.g. the Cholesky factor of the covariance of the parameters
+        over random subsets) and distances :math:`\|L^{-1}\Delta\|`.
+    n_rounds : int, default=1000
+        Independent rounds; each gives every row one draw of :math:`D_{out}`. The
+        confidence term of :func:`skmip.bounds.coupling_noise_scale` falls like
+        :math:`\ln(2n/\alpha)/n_{rounds}`; see the Notes for what is enough.
+    train_size : int or float, default=None
+        :math:`k`: an integer number of rows, or a fraction of :math:`n` (rounded).
+        ``None`` means :math:`\lfloor n/2 \rfloor`, Definition 1's choice.
+    engine : {"auto", "refit", "newton", "influence", "exact"}, default="auto"
+        How :math:`\mathcal{A}(D_{in})` is obtained (module docstring). ``"auto"``:
+        ``"newton"`` if the registered smooth loss is generalised-linear, else
+        ``"influence"`` if one is registered, else ``"refit"``.
+    pairs_per_target : int, "all" or None, default=None
+        Values of :math:`e` per target and round: an integer draws that many uniformly in
+        :math:`D_{out}` without replacement; ``"all"`` uses every :math:`e` (summarised as in
+        the module docstring). ``None``: 1 for ``"refit"``; ``"all"`` for the influence
+        engines unless a round has more than :math:`2^{22}` pairs, then 16.
+    summary_size : int, default=4
+        Sorted-block means kept per target and round with ``pairs_per_target="all"``.
+    refine : float, default=0.05
+        ``"newton"`` engine, one-block models: the fraction of each fit's targets with the
+        largest distances whose own addition is solved to convergence (Newton's method on
+        the objective of :math:`H + \{x^*\}`) before each :math:`e`'s removal is linearised
+        at that solution. These outlying targets decide the maximum over targets, and their
+        addition moves the fit furthest from where the one-step model was expanded.
+    polish : bool, default=False
+        ``"newton"`` and ``"influence"`` engines: carry every fit to the exact minimiser of
+        the registered objective (:func:`polish_to_minimiser`) instead of requiring the
+        solver to be converged. The learner analysed is then that minimiser, so the model
+        released with these distances must be polished too (``result.polished``).
+    params : "auto", list of str, or ParamAdapter, default="auto"
+        How parameters are read (:func:`skmip.params.get_adapter`).
+    random_state : None, int or Generator, default=None
+        Seeds the permutations and the sampled :math:`e`; per-round seeds are drawn up
+        front, so results do not depend on ``n_jobs``.
+    n_jobs : int, default=None
+        Rounds run in parallel through joblib (any joblib backend, e.g. dask).
+    verbose : int, default=0
+        Progress messages.
+    fit_params : dict, default=None
+        Passed to ``fit``; arrays with one entry per row (``sample_weight``) are subset with
+        the rows.
+
+    Returns
+    -------
+    SwapDeltas
+        ``distances`` of shape ``(n_samples, n_rounds, n_pairs)`` (for ``"exact"``:
+        ``(n_samples, C(n-1, k), k)``), ``n_train``, ``engine`` and ``pairs``.
+
+    Raises
+    ------
+    ValueError
+        On invalid arguments, a ``scale`` of the wrong length, a fit that leaves the
+        modelled objective (influence engines), or too many subsets for ``"exact"``.
+    TypeError
+        If ``engine`` names an influence engine for an estimator with no registered loss.
+
+    Notes
+    -----
+    *What is enough.* With :math:`m` rounds and :math:`n` targets at confidence
+    :math:`1-\alpha` the Maurer-Pontil range term is :math:`7\cdot\tfrac12\ln(2n/\alpha)
+    /(3(m-1))`: for :math:`n = 569`, :math:`\alpha = 0.05` it is 0.012 at :math:`m = 1000`
+    and 0.047 at :math:`m = 250`, to be compared with eta. The influence engines make
+    :math:`m = 1000` cheap (two fits per round); the refit engine costs
+    :math:`n \times` ``pairs_per_target`` fits per round and is meant for small problems or
+    for validating the others.
+
+    *Exactness.* ``"refit"`` and ``"exact"`` measure the learner itself. ``"newton"`` and
+    ``"influence"`` assume that the learner returns the exact minimiser of the registered
+    objective and approximate the swapped fit; ``benchmarks/bench_influence.py`` measures
+    their error against refits. Each fit's distance to that minimiser (its whitened Newton
+    step) must be below 1% of half the median swap distance, else a ``ValueError`` asks for
+    a tighter solver tolerance: scikit-learn's default ``LogisticRegression(tol=1e-4)``
+    stops about 0.06 w from the minimiser on standardized ``load_breast_cancer``, as far as
+    a typical swap moves it, and the learner whose swaps are measured must be the learner
+    that is released.
+
+    References
+    ----------
+    Izzo et al., Definition 1 and Proposition 2; Koh & Liang (2017) for influence functions.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import Ridge
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(40, 3)); y = X @ [1.0, -1.0, 0.5] + rng.normal(size=40)
+    >>> res = estimate_swap_deltas(Ridge(alpha=1.0), X, y, scale=np.full(4, 0.1),
+    ...                            n_rounds=20, random_state=0)
+    >>> res
+    SwapDeltas(n_samples=40, n_train=20, n_rounds=20, n_pairs=4, engine='newton', pairs='all')
+    >>> bool(np.all(res.distances > 0))
+    True
+    """
+    check_option(_OWNER, "engine", engine, _ENGINES)
+    fit_params = {} if fit_params is None else dict(fit_params)
+    n = n_rows(X)
+    if y is not None and n_rows(y) != n:
+        raise ValueError(f"{_OWNER}: X has {n} rows but y has {n_rows(y)}.")
+    if n < 2:
+        raise ValueError(f"{_OWNER}: the dataset needs at least 2 rows; got {n}.")
+    k = _resolve_k(_OWNER, train_size, n)
+    n_rounds = check_int(_OWNER, "n_rounds", n_rounds, 1, None)
+    summary_size = check_int(_OWNER, "summary_size", summary_size, 1, None)
+    refine = check_interval(_OWNER, "refine", refine, 0.0, 1.0, why="It is a fraction of the targets of each fit.")
+    whitener = _Whitener(scale)
+
+    rng = resolve_rng(random_state)
+    estimator = fix_inner_random_state(clone(estimator), draw_seed(rng))
+    adapter = get_adapter(estimator, params)
+    loss = get_smooth_loss(estimator)
+    if engine in ("newton", "influence") and loss is None:
+        raise TypeError(
+            f"{_OWNER}: engine={engine!r} needs the objective of {type(estimator).__name__}; "
+            "none is registered. Use engine='refit', or register one with "
+            "skmip.sensitivity.register_smooth_loss."
+        )
+    if engine == "auto":
+        engine = "refit" if loss is None else "influence?"
+    if engine in ("newton", "influence", "influence?"):
+        loss.check(estimator)
+
+    seeds = [draw_seed(rng) for _ in range(n_rounds)]
+    # One probe fit validates the scale's length (and, for the influence engines, the
+    # objective) before the budget is spent.
+    probe_rows = np.sort(rng.permutation(n)[:k])
+    probe, theta0 = _fit_vector(estimator, adapter, X, y, probe_rows, fit_params, n)
+    _check_scale_size(whitener, theta0)
+    Xd = yd = sw = None
+    if engine != "refit" and engine != "exact":
+        Xd = X.toarray() if sparse.issparse(X) else np.asarray(X, dtype=np.float64)
+        yd = None if y is None else np.asarray(y)
+        sw = fit_params.get("sample_weight")
+        blocks = loss.blocks(probe, Xd, yd, probe_rows, sw)
+        _check_layout(blocks, theta0, estimator)
+        glm = all(b.glm is not None for b in blocks)
+        if engine == "influence?":
+            engine = "newton" if glm else "influence"
+        elif engine == "newton" and not glm:
+            raise ValueError(
+                f"{_OWNER}: engine='newton' needs a generalised-linear loss (each row's loss a "
+                f"function of one margin), which this {type(estimator).__name__} does not have "
+                "(e.g. a multinomial model). Use engine='influence' (first order) or 'refit'."
+            )
+        del blocks
+    del probe, theta0
+
+    if engine == "exact":
+        if pairs_per_target not in (None, "all"):
+            raise ValueError(
+                f"{_OWNER}: engine='exact' uses every pair; got pairs_per_target={pairs_per_target!r}."
+            )
+        dist = _exact_distances(estimator, adapter, X, y, fit_params, n, k, whitener, n_jobs, verbose)
+        return SwapDeltas(dist, k, "exact", "exhaustive")
+
+    if pairs_per_target is None:
+        all_pairs = engine != "refit" and k * (n - k) <= _ALL_PAIRS_MAX
+        p = 1 if engine == "refit" else (k if all_pairs else min(_SAMPLED_PAIRS, k))
+    elif pairs_per_target == "all":
+        all_pairs, p = True, k
+    else:
+        p = check_int(_OWNER, "pairs_per_target", pairs_per_target, 1, k,
+                      why=f"e is drawn without replacement among the k={k} rows of D_out.")
+        all_pairs = False
+
+    if verbose:
+        print(f"{_OWNER}: {n_rounds} rounds, engine={engine!r}, k={k} of n={n}", flush=True)
+    if engine == "refit":
+        jobs = (
+            delayed(_refit_round)(
+                estimator, adapter, X, y, fit_params, n, k, seed, p, whitener, all_pairs,
+                summary_size,
+            )
+            for seed in seeds
+        )
+    else:
+        jobs = (
+            delayed(_influence_round)(
+                estimator, adapter, loss, X, Xd, yd, fit_params, sw, n, k, seed, p, whitener,
+                all_pairs, summary_size, engine == "newton", refine, polish,
+            )
+            for seed in seeds
+        )
+    with single_threaded_blas():
+        rounds = Parallel(n_jobs=n_jobs, verbose=max(0, verbose - 1))(jobs)
+    dist = np.stack(rounds, axis=1)
+    return SwapDeltas(dist, k, engine, "all" if all_pairs else "sampled",
+                      polished=polish and engine != "refit")
+
+
+def _check_layout(blocks, theta, estimator):
+    index = np.concatenate([b.index for b in blocks])
+    ok = index.size == np.unique(index).size and index.size and index.max() < theta.size
+    if ok:
+        ok = all(np.allclose(theta[b.index], b.theta, rtol=1e-10, atol=1e-12) for b in blocks)
+    if not ok:
+        raise ValueError(
+            f"{_OWNER}: the smooth loss registered for {type(estimator).__name__} does not match "
+            "the parameter adapter's layout (block indices or values differ); fix the loss's "
+            "LossBlock.index, or use engine='refit'."
+        )
+
+
+def _check_scale_size(whitener, theta):
+    if whitener.size != theta.size:
+        raise ValueError(
+            f"{_OWNER}: scale has {whitener.size} entries per axis but the estimator has "
+            f"{theta.size} parameters in the adapter's layout; pass the sigma vector (or noise "
+            "factor) of the same adapter."
+        )

@@ -1,0 +1,367 @@
+r"""The smooth-loss registry: the objective an estimator minimises, for the influence engines.
+
+A :class:`SmoothLoss` turns an estimator fitted on rows :math:`H` into :class:`LossBlock`
+objects (gradients of every row, the Hessian on :math:`H`, and, for generalised-linear
+losses, :class:`GLMTerms`). Built in: scikit-learn's ``LogisticRegression`` (binary and
+multinomial), ``Ridge`` and ``LinearRegression``; :func:`register_smooth_loss` adds others.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import NamedTuple, Protocol, runtime_checkable
+
+import numpy as np
+
+from ._common import _OWNER
+
+
+class GLMTerms(NamedTuple):
+    r"""Generalised-linear structure of a block: row :math:`i`'s loss is :math:`\ell_i(u_i)`.
+
+    With :math:`u_i = \tilde x_i^\top \theta` for a fixed feature vector :math:`\tilde x_i`
+    (the row with a 1 appended for an intercept), row :math:`i`'s gradient is
+    :math:`\ell_i'(u_i)\tilde x_i` and its Hessian :math:`\ell_i''(u_i)\tilde x_i\tilde x_i^\top`.
+    This is what lets the ``"newton"`` engine keep the target's loss exact.
+
+    Attributes
+    ----------
+    features : ndarray of shape (n_samples, D_b)
+        :math:`\tilde x_i` in the block's coordinates.
+    margins : ndarray of shape (n_samples,)
+        :math:`u_i = \tilde x_i^\top\hat\theta_H` at the fit.
+    dloss, d2loss : callable
+        ``dloss(u, rows)`` and ``d2loss(u, rows)``: :math:`\ell'_{rows}(u)` and
+        :math:`\ell''_{rows}(u) \ge 0`, elementwise; ``rows`` is an integer array that
+        broadcasts against ``u`` (row-specific labels and weights are looked up with it).
+    """
+
+    features: np.ndarray
+    margins: np.ndarray
+    dloss: Callable
+    d2loss: Callable
+
+
+class LossBlock(NamedTuple):
+    r"""One independent block of a smooth objective, evaluated at the fit on :math:`H`.
+
+    The objective is :math:`F_H(\theta) = \sum_{i \in H} \ell_i(\theta) + R(\theta)`; a block
+    is a set of coordinates on which it separates (one block for a binary logistic
+    regression, one per output of a multi-output ridge).
+
+    Attributes
+    ----------
+    index : ndarray of int, shape (D_b,)
+        Positions of the block's coordinates in the adapter's parameter vector. Coordinates
+        in no block are taken to be constant.
+    theta : ndarray of shape (D_b,)
+        :math:`\hat\theta_H` in the block's coordinates; checked against the adapter's
+        vector at ``index``, which catches a layout mismatch.
+    gradients : ndarray of shape (n_samples, D_b)
+        :math:`\nabla\ell_i(\hat\theta_H)` for *every* row of :math:`\mathcal{D}`.
+    hessian : ndarray of shape (D_b, D_b)
+        :math:`\nabla^2 F_H(\hat\theta_H)`, positive definite.
+    regularizer_gradient : ndarray of shape (D_b,)
+        :math:`\nabla R(\hat\theta_H)`; with the gradients on :math:`H` it checks that the
+        fit is (numerically) the minimiser of this objective.
+    glm : GLMTerms or None
+        The generalised-linear form, when the loss has one (enables ``"newton"``).
+    """
+
+    index: np.ndarray
+    theta: np.ndarray
+    gradients: np.ndarray
+    hessian: np.ndarray
+    regularizer_gradient: np.ndarray
+    glm: GLMTerms | None = None
+
+
+@runtime_checkable
+class SmoothLoss(Protocol):
+    """The objective an estimator minimises, for the influence engines.
+
+    ``blocks(estimator, X, y, fit_rows, sample_weight)`` receives the estimator fitted on
+    ``X[fit_rows]``, all rows of ``X`` (dense float array) and ``y``, and returns a list of
+    :class:`LossBlock`. ``check(estimator)`` raises ``ValueError`` (saying what to change)
+    if the estimator's settings leave the modelled objective.
+    """
+
+    def check(self, estimator) -> None: ...
+
+    def blocks(self, estimator, X, y, fit_rows, sample_weight) -> list[LossBlock]: ...
+
+
+def _augment(X, fit_intercept):
+    return np.hstack([X, np.ones((X.shape[0], 1))]) if fit_intercept else X
+
+
+def _weights(n, sample_weight):
+    return np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+
+
+def _expit(u):
+    return 0.5 * (1.0 + np.tanh(0.5 * u))  # overflow-free logistic function
+
+
+class _LogisticLoss:
+    r"""scikit-learn's :class:`~sklearn.linear_model.LogisticRegression` objective.
+
+    :math:`F(\theta) = C\sum_i s_i\,\ell_i(\theta) + \tfrac12\|w\|^2` with :math:`\ell` the
+    log-loss (binary: ``HalfBinomialLoss``; multinomial: ``HalfMultinomialLoss``), the
+    intercept unpenalised and :math:`s_i` the sample weight times the class weight
+    (scikit-learn 1.9, ``_logistic_regression_path``: its solvers minimise the mean loss
+    plus :math:`\|w\|^2/(2C\sum_i s_i)`, the same minimiser). ``C=inf`` drops the penalty.
+    The binary model is generalised-linear; the multinomial one is not (first order only).
+    """
+
+    def check(self, est):
+        if est.solver == "liblinear":
+            raise ValueError(
+                f"{_OWNER}: LogisticRegression(solver='liblinear') penalises the intercept "
+                "(intercept_scaling), an objective the influence engines do not model. Use "
+                "solver='lbfgs' or 'newton-cholesky', or engine='refit'."
+            )
+        penalty = getattr(est, "penalty", "deprecated")
+        l1 = getattr(est, "l1_ratio", 0.0)
+        smooth = penalty is None or (penalty in ("deprecated", "l2") and (l1 in (0, None) or est.C == np.inf))
+        if not smooth:
+            raise ValueError(
+                f"{_OWNER}: LogisticRegression with an L1 part (l1_ratio={l1!r}, "
+                f"penalty={penalty!r}) is not smooth; the influence engines need l1_ratio=0. "
+                "Use engine='refit'."
+            )
+        if isinstance(est.class_weight, str):
+            raise ValueError(
+                f"{_OWNER}: class_weight={est.class_weight!r} makes the weights depend on the "
+                "class counts of each subset, which a swap changes; pass a dict of class "
+                "weights or use engine='refit'."
+            )
+
+    def blocks(self, est, X, y, fit_rows, sample_weight):
+        classes = est.classes_
+        n, d = X.shape
+        s = _weights(n, sample_weight)
+        if est.class_weight is not None:
+            cw = np.array([est.class_weight.get(c, 1.0) for c in classes])
+            s = s * cw[np.searchsorted(classes, y)]
+        penalised = getattr(est, "penalty", "deprecated") is not None and np.isfinite(est.C)
+        # Without a penalty the minimiser of C * sum(loss) does not depend on C.
+        cs = (float(est.C) if penalised else 1.0) * s
+        fit_intercept = bool(est.fit_intercept)
+        Xa = _augment(X, fit_intercept)
+        da = Xa.shape[1]
+        coef = np.atleast_2d(est.coef_)
+        intercept = np.asarray(est.intercept_, dtype=np.float64).ravel()
+        n_coef = coef.size  # adapter layout: coef_.ravel() (class-major), then intercept_
+        reg = np.zeros(da)
+        if penalised:
+            reg[:d] = 1.0
+        if coef.shape[0] == 1:  # binary: one row of coefficients, for classes_[1]
+            theta = np.r_[coef[0], intercept] if fit_intercept else coef[0]
+            u0 = Xa @ theta
+            t = (y == classes[1]).astype(np.float64)
+
+            def dloss(u, rows):
+                return cs[rows] * (_expit(u) - t[rows])
+
+            def d2loss(u, rows):
+                p = _expit(u)
+                return cs[rows] * p * (1.0 - p)
+
+            all_rows = np.arange(n)
+            grads = dloss(u0, all_rows)[:, None] * Xa
+            curv = d2loss(u0[fit_rows], fit_rows)
+            hess = (Xa[fit_rows].T * curv) @ Xa[fit_rows] + np.diag(reg)
+            index = np.arange(d) if not fit_intercept else np.r_[np.arange(d), n_coef]
+            return [LossBlock(index, theta, grads, hess, reg * theta, GLMTerms(Xa, u0, dloss, d2loss))]
+        # Multinomial: theta[c] = (w_c, b_c); layout positions c*d + f and n_coef + c.
+        K = coef.shape[0]
+        Theta = np.hstack([coef, intercept[:, None]]) if fit_intercept else coef
+        Z = Xa @ Theta.T
+        Z -= Z.max(axis=1, keepdims=True)
+        P = np.exp(Z)
+        P /= P.sum(axis=1, keepdims=True)
+        T = (y[:, None] == classes[None, :]).astype(np.float64)
+        R = cs[:, None] * (P - T)  # (n, K)
+        grads = (R[:, :, None] * Xa[:, None, :]).reshape(n, K * da)  # class-major (c, f)
+        Pf, Xf, sf = P[fit_rows], Xa[fit_rows], cs[fit_rows]
+        # Hessian of C s_i * softmax loss: (diag p - p p^T) kron x x^T, class-major blocks.
+        hess = np.empty((K, da, K, da))
+        for a in range(K):
+            for b in range(a, K):
+                coeff = sf * Pf[:, a] * (float(a == b) - Pf[:, b])
+                block = (Xf.T * coeff) @ Xf
+                hess[a, :, b, :] = block
+                hess[b, :, a, :] = block.T
+        hess = hess.reshape(K * da, K * da) + np.diag(np.tile(reg, K))
+        # Softmax is invariant to adding one vector to every class: along sum_c e_c (x) u for
+        # an unpenalised coordinate u the objective is flat. The gradients have no component
+        # there, so the solver never moves along it; adding the projector onto those
+        # directions makes the Hessian invertible without changing the solution for such
+        # right-hand sides.
+        for f in np.flatnonzero(reg == 0):
+            u = np.zeros(K * da)
+            u[f::da] = 1.0 / math.sqrt(K)
+            hess += np.outer(u, u)
+        index = np.empty(K * da, dtype=np.intp)
+        for c in range(K):
+            index[c * da : c * da + d] = c * d + np.arange(d)
+            if fit_intercept:
+                index[c * da + d] = n_coef + c
+        return [LossBlock(index, Theta.ravel(), grads, hess, np.tile(reg, K) * Theta.ravel())]
+
+
+class _LeastSquaresLoss:
+    r"""Least squares: :class:`~sklearn.linear_model.Ridge` and :class:`~sklearn.linear_model.LinearRegression`.
+
+    :math:`F(\theta) = \sum_i s_i (y_i - x_i^\top w - b)^2 + \alpha\|w\|^2` per output, the
+    intercept unpenalised (scikit-learn's documented Ridge objective; ``alpha = 0`` for
+    LinearRegression). One generalised-linear block per output; quadratic, so the
+    ``"newton"`` engine is exact.
+    """
+
+    def check(self, est):
+        if getattr(est, "positive", False):
+            raise ValueError(
+                f"{_OWNER}: {type(est).__name__}(positive=True) is a constrained problem; the "
+                "influence engines need an unconstrained smooth objective. Use engine='refit'."
+            )
+
+    def blocks(self, est, X, y, fit_rows, sample_weight):
+        n, d = X.shape
+        s = _weights(n, sample_weight)
+        fit_intercept = bool(est.fit_intercept)
+        Xa = _augment(X, fit_intercept)
+        da = Xa.shape[1]
+        coef = np.atleast_2d(est.coef_)
+        n_out = coef.shape[0]
+        Y = np.asarray(y, dtype=np.float64).reshape(n, -1)
+        intercept = np.broadcast_to(np.asarray(est.intercept_, dtype=np.float64).ravel(), (n_out,))
+        alpha = np.broadcast_to(np.asarray(getattr(est, "alpha", 0.0), dtype=np.float64).ravel(), (n_out,))
+        n_coef = coef.size
+        gram = (Xa[fit_rows].T * (2.0 * s[fit_rows])) @ Xa[fit_rows]
+        out = []
+        for t in range(n_out):
+            theta = np.r_[coef[t], intercept[t]] if fit_intercept else coef[t]
+            u0 = Xa @ theta
+            yt = Y[:, t]
+
+            def dloss(u, rows, yt=yt):
+                return -2.0 * s[rows] * (yt[rows] - u)
+
+            def d2loss(u, rows):
+                return np.broadcast_to(2.0 * s[rows], np.shape(u))
+
+            grads = dloss(u0, np.arange(n))[:, None] * Xa
+            reg = np.zeros(da)
+            reg[:d] = 2.0 * alpha[t]
+            index = t * d + np.arange(d)
+            if fit_intercept:
+                index = np.r_[index, n_coef + t]
+            out.append(LossBlock(index, theta, grads, gram + np.diag(reg), reg * theta, GLMTerms(Xa, u0, dloss, d2loss)))
+        return out
+
+
+def _is_logistic(est):
+    from sklearn.linear_model import LogisticRegression
+
+    return type(est) is LogisticRegression
+
+
+def _is_least_squares(est):
+    from sklearn.linear_model import LinearRegression, Ridge
+
+    return type(est) in (Ridge, LinearRegression)
+
+
+# Registry: (predicate, factory) pairs, most recently registered first.
+_LOSSES: list[tuple[Callable[[object], bool], Callable[[object], SmoothLoss]]] = [
+    (_is_logistic, lambda est: _LogisticLoss()),
+    (_is_least_squares, lambda est: _LeastSquaresLoss()),
+]
+
+
+def register_smooth_loss(predicate, factory) -> Callable:
+    r"""Teach the influence engines the objective of an estimator type.
+
+    Parameters
+    ----------
+    predicate : type or callable
+        A class (matched exactly, since a subclass may change the objective) or
+        ``callable(estimator) -> bool``.
+    factory : callable
+        ``factory(estimator) -> SmoothLoss``.
+
+    Returns
+    -------
+    callable
+        ``factory``, unchanged.
+
+    Raises
+    ------
+    TypeError
+        If ``factory`` is not callable.
+
+    Notes
+    -----
+    The objective must be the one the estimator minimises *exactly* (scaling included:
+    the Hessian and the gradients must use the same one), smooth and strictly convex at
+    the fit, with a quadratic regulariser. Each fit is checked against the declared
+    objective: the Newton step :math:`\mathbf{H}^{-1}\nabla F_H(\hat\theta_H)`, whitened,
+    must be below 1% of half the median swap distance, which catches a wrong scaling and a
+    solver stopped early; the blocks' ``index`` and ``theta`` are checked against the
+    parameter adapter. Blocks with :class:`GLMTerms` enable the ``"newton"`` engine, the
+    others get the first-order ``"influence"`` engine. Registered entries take precedence
+    over the built-in ones.
+
+    References
+    ----------
+    Koh & Liang (2017) for the influence function the ``"influence"`` engine uses.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import Ridge
+    >>> class MyRidge(Ridge):
+    ...     pass
+    >>> get_smooth_loss(MyRidge()) is None  # a subclass is not trusted by default
+    True
+    >>> _ = register_smooth_loss(MyRidge, lambda est: get_smooth_loss(Ridge()))
+    >>> get_smooth_loss(MyRidge()) is not None
+    True
+    >>> _ = _LOSSES.pop(0)  # undo, for the doctest
+    """
+    if not callable(factory):
+        raise TypeError(f"register_smooth_loss: factory must be callable; got {factory!r}.")
+    if isinstance(predicate, type):
+        cls = predicate
+        predicate = lambda est, cls=cls: type(est) is cls  # noqa: E731
+    _LOSSES.insert(0, (predicate, factory))
+    return factory
+
+
+def get_smooth_loss(estimator) -> SmoothLoss | None:
+    """The registered :class:`SmoothLoss` for ``estimator``, or ``None``.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+
+    Returns
+    -------
+    SmoothLoss or None
+        Built in: scikit-learn's ``LogisticRegression`` (binary: generalised-linear;
+        multinomial: first order only), ``Ridge`` and ``LinearRegression`` (exact classes,
+        not subclasses).
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.tree import DecisionTreeClassifier
+    >>> get_smooth_loss(LogisticRegression()) is not None, get_smooth_loss(DecisionTreeClassifier())
+    (True, None)
+    """
+    for predicate, factory in _LOSSES:
+        if predicate(estimator):
+            return factory(estimator)
+    return None

@@ -1,0 +1,140 @@
+"""The ``"newton"`` engine's pieces: generalised-linear swaps with the target's loss kept exact."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import linalg
+
+from .polish import _factor
+
+
+def _solve_margin(a, b, glm, rows):
+    """Root of u + a * l'_rows(u) = b (elementwise; a >= 0, l'' >= 0 so the map increases).
+
+    Safeguarded Newton: since the derivative is >= 1, [b - f(b), b] or [b, b - f(b)]
+    brackets the root; a Newton step that leaves the bracket is replaced by bisection.
+    Only the entries not yet converged are iterated.
+    """
+    shape = np.shape(a)
+    a, b, rows = a.ravel(), b.ravel(), np.broadcast_to(rows, shape).ravel()
+    fb = a * glm.dloss(b, rows)
+    lo = np.where(fb > 0, b - fb, b)
+    hi = np.where(fb > 0, b, b - fb)
+    u = b - fb / (1.0 + a * glm.d2loss(b, rows))
+    active = np.arange(u.size)
+    for _ in range(100):
+        ua, aa, ba, ra = u[active], a[active], b[active], rows[active]
+        la, ha = lo[active], hi[active]
+        ua = np.where((ua < la) | (ua > ha), 0.5 * (la + ha), ua)
+        fu = ua + aa * glm.dloss(ua, ra) - ba
+        la = np.where(fu <= 0, ua, la)
+        ha = np.where(fu >= 0, ua, ha)
+        new = ua - fu / (1.0 + aa * glm.d2loss(ua, ra))
+        new = np.where((new < la) | (new > ha), 0.5 * (la + ha), new)
+        u[active], lo[active], hi[active] = new, la, ha
+        moving = np.abs(new - ua) > 1e-12 * (1.0 + np.abs(ua))
+        active = active[moving]
+        if active.size == 0:
+            break
+    return u.reshape(shape)
+
+
+def _ops(cross):
+    """Inner products and broadcasting for all pairs (cross) or matched pairs."""
+    if cross:
+        return (lambda A, B: A @ B.T), (lambda v: v[:, None]), (lambda v: v[None, :])
+    return (lambda A, B: (A * B).sum(1)), (lambda v: v), (lambda v: v)
+
+
+def _pair_coefficients(pe, px, glm, newton, cross):
+    r"""Coefficients (c_e, c_x) with Delta = c_e U_e - c_x U_x for each pair.
+
+    First order: Delta = H^-1 (g_e - g_x) = beta_e - beta_x, so c_e = c_x = 1.
+
+    Newton (generalised-linear blocks): the objective after the swap is modelled as the
+    second-order expansion at the fit of everything but the target, whose loss is kept
+    exact: F_H - l_e ~ quadratic with gradient -g_e and Hessian A = H - l''_e x_e x_e',
+    plus l_x(x_x' theta). Its minimiser is Delta = A^-1 (g_e - l'_x(u) x_x) where the
+    target's new margin u solves the scalar equation u + a l'_x(u) = b with
+    a = x_x' A^-1 x_x and b = u0_x + x_x' A^-1 g_e. By Sherman-Morrison,
+    A^-1 = H^-1 + kappa_e xi_e xi_e' / (1 - kappa_e h_ee), xi = H^-1 x, so Delta is a
+    combination of xi_e and xi_x, and all pairs need one cross product h_ex = x_e' H^-1 x_x.
+    Exact for least squares (the expansion is exact there).
+    """
+    dot, col_e, row_x = _ops(cross)
+    if not newton:
+        one = np.ones((pe["U"].shape[0], px["U"].shape[0])) if cross else np.ones(pe["U"].shape[0])
+        return one, one
+    h_ex = dot(pe["feats"], px["xi"])  # x_e' H^-1 x_x
+    kappa, lam = col_e(pe["d2"]), col_e(pe["d1"])
+    den = 1.0 - kappa * col_e(pe["h"])  # > 0 when A = H - kappa x_e x_e' is positive definite
+    rho = lam / den  # A^-1 g_e = rho xi_e
+    tau = kappa * h_ex / den  # A^-1 x_x = xi_x + tau xi_e
+    a = row_x(px["h"]) + tau * h_ex
+    b = row_x(px["u0"]) + rho * h_ex
+    rows = np.broadcast_to(row_x(px["rows"]), np.shape(a))
+    mu = glm.dloss(_solve_margin(a, b, glm, rows), rows)  # l'_x at the new margin
+    return rho - mu * tau, mu  # Delta = (rho - mu tau) xi_e - mu xi_x
+
+
+def _refine_target(block, H, x, e_rows, whitener):
+    """Distances for target ``x`` with its own addition solved to convergence.
+
+    Newton's method on F_H + l_x (the exact objective of H + {x}, quadratic regulariser)
+    from the target-exact estimate, then the removal of each e in ``e_rows`` linearised at
+    that solution: theta(H - e + x) ~ theta_{H+x} + (H' - l''_e x_e x_e')^-1 g'_e with H',
+    g'_e the Hessian and e's gradient at theta_{H+x} (Sherman-Morrison). Returns ``None`` if
+    Newton's method does not converge (the caller keeps the one-step value).
+    """
+    glm = block.glm
+    F = glm.features
+    theta0 = block.theta
+    rows = np.r_[H, x]
+    Xr = F[rows]
+    # The regulariser's Hessian (constant for the quadratic penalties of the built-in
+    # losses): the block's Hessian minus the data part on H.
+    P = block.hessian - (F[H].T * glm.d2loss(glm.margins[H], H)) @ F[H]
+    P = 0.5 * (P + P.T)
+    factor = _factor(block)
+    xi_x = linalg.cho_solve(factor, F[x], check_finite=False)
+    a = float(F[x] @ xi_x)
+    u = _solve_margin(np.array([a]), np.array([glm.margins[x]]), glm, np.array([x]))
+    theta = theta0 - glm.dloss(u, np.array([x]))[0] * xi_x
+    for _ in range(50):
+        margins = Xr @ theta
+        grad = Xr.T @ glm.dloss(margins, rows) + block.regularizer_gradient + P @ (theta - theta0)
+        hess = (Xr.T * glm.d2loss(margins, rows)) @ Xr + P
+        try:
+            step = linalg.solve(hess, grad, assume_a="pos", check_finite=False)
+        except (linalg.LinAlgError, ValueError):
+            return None
+        theta = theta - step
+        if np.linalg.norm(step) <= 1e-12 * (1.0 + np.linalg.norm(theta)):
+            break
+    else:
+        return None
+    margins = F @ theta
+    hess = (Xr.T * glm.d2loss(margins[rows], rows)) @ Xr + P
+    try:
+        fac = linalg.cho_factor(hess, lower=True, check_finite=False)
+    except linalg.LinAlgError:
+        return None
+    xi_e = linalg.cho_solve(fac, F[e_rows].T, check_finite=False).T
+    kappa = glm.d2loss(margins[e_rows], e_rows)
+    rho = glm.dloss(margins[e_rows], e_rows) / (1.0 - kappa * (F[e_rows] * xi_e).sum(1))
+    v = theta - theta0
+    vw = whitener.apply(v[None, :], block.index)[0]
+    xw = whitener.apply(xi_e, block.index)
+    sq = vw @ vw + 2.0 * rho * (xw @ vw) + rho**2 * (xw**2).sum(1)
+    out = np.sqrt(np.maximum(sq, 0.0))
+    vraw = whitener.raw(v[None, :], block.index)
+    if vraw.shape[1]:
+        raw = vraw + rho[:, None] * whitener.raw(xi_e, block.index)
+        out = np.where((raw != 0).any(axis=1), np.inf, out)
+    return out
+
+
+def _n_refine(fraction, n_targets):
+    return min(n_targets, math.ceil(fraction * n_targets)) if fraction > 0 else 0

@@ -1,0 +1,74 @@
+"""The design of the draws: rounds of held-out blocks, the training size, and the Jensen summary."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from skmip._validation import check_int
+
+#: Default number of sorted-block means kept per target and round with pairs_per_target="all".
+_SUMMARY_SIZE = 4
+
+
+def _round_design(seed, n, k):
+    """Permutation, held-out blocks and block assignment of one round (module docstring)."""
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(n)
+    h = n - k
+    r = -(-n // h)
+    blocks = [perm[(j * h + np.arange(h)) % n] for j in range(r)]
+    owner = np.empty(n, dtype=np.intp)
+    owner[perm] = np.minimum(np.arange(n) // h, r - 1)
+    fit_sets = []
+    for block in blocks:
+        keep = np.ones(n, dtype=bool)
+        keep[block] = False
+        fit_sets.append(np.flatnonzero(keep))
+    return rng, fit_sets, owner
+
+
+def _jensen_summary(values, size):
+    r"""Sorted-block means of each row of ``values`` (shape (T, k)) -> (T, size).
+
+    Block ``j`` averages the empirical quantile function over ``((j-1)/size, j/size]``
+    (fractional weights at the edges), so every block has weight ``1/size`` exactly and,
+    for a concave non-decreasing ``g``, ``mean(g(values)) <= mean(g(summary))``.
+    """
+    T, k = values.shape
+    if size >= k:
+        return np.sort(values, axis=1)
+    v = np.sort(values, axis=1)
+    finite = np.where(np.isfinite(v), v, 0.0)
+    csum = np.concatenate([np.zeros((T, 1)), np.cumsum(finite, axis=1)], axis=1)
+    edges = np.arange(size + 1) * (k / size)  # positions in units of rows
+    lo_i = np.floor(edges).astype(np.intp)
+    frac = edges - lo_i
+    # integral of the quantile function from 0 to edge, times k
+    idx = np.minimum(lo_i, k - 1)
+    integ = csum[:, lo_i] + frac * finite[:, idx]
+    out = (integ[:, 1:] - integ[:, :-1]) * (size / k)
+    # A block that contains any infinite value (with positive weight) has an infinite mean.
+    n_inf = np.isinf(v).sum(axis=1)  # infinities sit at the end of each sorted row
+    first_inf = k - n_inf
+    out[edges[None, 1:] > first_inf[:, None]] = np.inf
+    return out
+
+
+def _resolve_k(owner, train_size, n):
+    if train_size is None:
+        k = n // 2
+    elif isinstance(train_size, numbers.Integral) and not isinstance(train_size, bool):
+        k = int(train_size)
+    elif isinstance(train_size, numbers.Real) and 0 < train_size < 1:
+        k = int(round(float(train_size) * n))
+    else:
+        raise ValueError(
+            f"{owner}: train_size must be an integer number of rows or a fraction in (0, 1); "
+            f"got {train_size!r}."
+        )
+    return check_int(
+        owner, "train_size", k, 1, n - 1,
+        why=f"k rows are drawn into D_train out of n={n}; a target must be able to be in or out.",
+    )
