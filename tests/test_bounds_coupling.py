@@ -2,14 +2,17 @@
 
 import itertools
 import math
+import re
 
 import numpy as np
 import pytest
 from scipy import integrate, stats
+from scipy.special import erf
 from sklearn.base import BaseEstimator
 
 from skmip.bounds import (
     CouplingCalibration,
+    betting_mean_upper,
     coupling_eta,
     coupling_eta_per_target,
     coupling_eta_upper,
@@ -119,10 +122,26 @@ def test_upper_bound_is_theorem_4_with_a_union_bound():
     s = 2.0
     y = 0.5 * (2 * stats.norm.cdf(deltas / (2 * s)) - 1).mean(axis=2)
     expected = max(_maurer_pontil(y[i], 0.5, 6, 0.1) for i in range(6))
-    assert coupling_eta_upper(deltas, s, confidence=0.9) == pytest.approx(expected, rel=1e-12)
+    got = coupling_eta_upper(deltas, s, confidence=0.9, bound="maurer-pontil")
+    assert got == pytest.approx(expected, rel=1e-12)
 
 
-def test_upper_bound_covers_the_true_means_at_least_at_the_stated_rate():
+def test_betting_upper_bound_is_the_per_target_betting_bound_with_a_union_bound():
+    rng = np.random.default_rng(2)
+    deltas = rng.gamma(2.0, 0.5, size=(6, 300, 3))
+    s = 2.0
+    y = 0.5 * (2 * stats.norm.cdf(deltas / (2 * s)) - 1).mean(axis=2)
+    expected = betting_mean_upper(y, upper=0.5, delta=0.1 / 6).max()
+    assert coupling_eta_upper(deltas, s, confidence=0.9) == pytest.approx(expected, abs=1e-9)
+    # Draws that vary little: betting is tighter than Maurer & Pontil.
+    tight = 0.4 + 0.01 * rng.random((6, 300))
+    assert coupling_eta_upper(tight, 1.0, confidence=0.9) < coupling_eta_upper(
+        tight, 1.0, confidence=0.9, bound="maurer-pontil"
+    )
+
+
+@pytest.mark.parametrize("bound", ["maurer-pontil", "betting"])
+def test_upper_bound_covers_the_true_means_at_least_at_the_stated_rate(bound):
     # 8 targets whose distances are exponential with known scales: the true mean of the TV
     # term is an integral we compute by quadrature. Over 300 independent replications
     # (fixed seeds) the per-target bounds must cover every target at once in at least 90%
@@ -142,8 +161,12 @@ def test_upper_bound_covers_the_true_means_at_least_at_the_stated_rate():
     for rep in range(300):
         rng = np.random.default_rng(1000 + rep)
         deltas = rng.exponential(scales[:, None], size=(8, 60))
-        ub, _ = _ucb_per_target(deltas[:, :, None], s, 0.5, 0.1)
-        assert ub.max() == pytest.approx(coupling_eta_upper(deltas, s, confidence=0.9))
+        if bound == "maurer-pontil":
+            ub, _ = _ucb_per_target(deltas[:, :, None], s, 0.5, 0.1)
+        else:
+            y = 0.5 * erf(deltas / (s * math.sqrt(8)))
+            ub = betting_mean_upper(y, upper=0.5, delta=0.1 / 8)
+        assert ub.max() == pytest.approx(coupling_eta_upper(deltas, s, confidence=0.9, bound=bound), abs=1e-9)
         covered += bool(np.all(ub >= truth))
     low = stats.binom.ppf(1e-3, 300, 0.9) - 1
     assert stats.binom.cdf(low, 300, 0.9) < 1e-3
@@ -169,26 +192,32 @@ def test_point_calibration_solves_the_point_estimate_exactly():
         assert cal.noise_scale == cal.noise_scale_point
 
 
-def test_confident_calibration_is_on_the_grid_and_every_larger_grid_point_passes():
+@pytest.mark.parametrize("bound", ["maurer-pontil", "betting"])
+def test_confident_calibration_is_on_the_grid_and_every_larger_grid_point_passes(bound):
     rng = np.random.default_rng(4)
     deltas = rng.gamma(1.5, 1.0, size=(30, 400, 2))
     G = 64
-    cal = coupling_noise_scale(deltas, 0.1, confidence=0.95, grid_resolution=G)
+    cal = coupling_noise_scale(deltas, 0.1, confidence=0.95, grid_resolution=G, bound=bound)
     j = G * math.log2(cal.noise_scale)
     assert j == pytest.approx(round(j), abs=1e-9)
     assert cal.eta_upper <= 0.1
-    assert cal.eta_upper == pytest.approx(coupling_eta_upper(deltas, cal.noise_scale, confidence=0.95))
+
+    def upper(scale):
+        return coupling_eta_upper(deltas, scale, confidence=0.95, bound=bound)
+
+    assert cal.eta_upper == pytest.approx(min(upper(cal.noise_scale), 0.1), abs=1e-9)
     assert cal.eta_point == pytest.approx(coupling_eta(deltas, cal.noise_scale))
     # Minimal on the grid: one step down fails ...
-    assert coupling_eta_upper(deltas, 2 ** ((round(j) - 1) / G), confidence=0.95) > 0.1
+    assert upper(2 ** ((round(j) - 1) / G)) > 0.1
     # ... and every grid point above passes (the property the validity argument needs).
     for jj in range(round(j), round(j) + 3 * G):
-        assert coupling_eta_upper(deltas, 2 ** (jj / G), confidence=0.95) <= 0.1
+        assert upper(2 ** (jj / G)) <= 0.1 + 1e-9
     # The confidence costs noise: more than the point estimate, less than twice here.
     assert cal.noise_scale_point < cal.noise_scale < 2 * cal.noise_scale_point
 
 
-def test_confident_calibration_keeps_its_promise_over_replications():
+@pytest.mark.parametrize("bound", ["maurer-pontil", "betting"])
+def test_confident_calibration_keeps_its_promise_over_replications(bound):
     # Known truth: per target, the distances are exponential with a known scale; the true
     # max-over-targets mean at the calibrated s must be <= eta in >= 95% of replications
     # (binomial lower tail as above).
@@ -202,16 +231,20 @@ def test_confident_calibration_keeps_its_promise_over_replications():
     for rep in range(200):
         rng = np.random.default_rng(5000 + rep)
         deltas = rng.exponential(scales[:, None], size=(4, 120))
-        cal = coupling_noise_scale(deltas, 0.15, confidence=0.95, grid_resolution=32)
+        cal = coupling_noise_scale(deltas, 0.15, confidence=0.95, grid_resolution=32, bound=bound)
         ok += true_max_mean(cal.noise_scale) <= 0.15
     low = stats.binom.ppf(1e-3, 200, 0.95) - 1
     assert ok > low
 
 
-def test_calibration_says_how_many_rounds_are_needed():
+@pytest.mark.parametrize("bound", ["maurer-pontil", "betting"])
+def test_calibration_says_how_many_rounds_are_needed(bound):
     deltas = np.ones((500, 50))
-    with pytest.raises(ValueError, match=r"n_rounds >= \d+"):
-        coupling_noise_scale(deltas, 0.05)
+    with pytest.raises(ValueError, match=r"n_rounds >= \d+") as info:
+        coupling_noise_scale(deltas, 0.05, bound=bound)
+    # The number it names is enough when nothing moves: all-zero draws then pass.
+    need = int(re.search(r"n_rounds >= (\d+)", str(info.value)).group(1))
+    assert coupling_noise_scale(np.zeros((500, need)), 0.05, bound=bound).noise_scale == 0.0
     # With the point estimate the same deltas are fine.
     assert coupling_noise_scale(deltas, 0.05, confidence=None).noise_scale > 0
 

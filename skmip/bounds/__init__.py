@@ -7,6 +7,8 @@ estimators and the scorer use. One submodule per paper or idea:
 - :mod:`skmip.bounds.mip` — Izzo et al. (MIP noise constant, DP <-> MIP, TPR bound).
 - :mod:`skmip.bounds.empirical` — Clopper--Pearson intervals, empirical DP epsilon, eta-MIP ROC check.
 - :mod:`skmip.bounds.subsampling` — Thudi et al. (MI positive accuracy under subsampling + DP, unlearning).
+- :mod:`skmip.bounds.coupling` — the coupling bound on the MIP level of Gaussian noise, with confidence.
+- :mod:`skmip.bounds.betting` — confidence bounds on bounded means by betting (Waudby-Smith & Ramdas).
 """
 
 from .mip import *  # noqa: F401,F403
@@ -32,3 +34,7 @@ from .empirical import *  # noqa: E402,F401,F403
 from .empirical import __all__ as _empirical_all  # noqa: E402
 
 __all__ += list(_empirical_all)
+
+from .betting import betting_mean_upper  # noqa: E402,F401
+
+__all__ += ["betting_mean_upper"]

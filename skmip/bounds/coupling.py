@@ -76,9 +76,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import erf
 
-from skmip._validation import check_eta
+from skmip._validation import check_eta, check_option
 
 from ._common import scalar_or_array
+from .betting import BET_FRACTIONS, _upper, betting_passes
 
 __all__ = [
     "gaussian_tv",
@@ -334,6 +335,7 @@ def coupling_eta_upper(
     *,
     confidence: float = 0.95,
     train_fraction: float = 0.5,
+    bound: str = "betting",
 ) -> float:
     r"""Upper confidence bound on the coupling MIP level, simultaneous over all targets.
 
@@ -351,11 +353,18 @@ def coupling_eta_upper(
         expectation at once.
     train_fraction : float, default=0.5
         :math:`q = k/n`.
+    bound : {"betting", "maurer-pontil"}, default="betting"
+        The confidence bound on each target's mean: ``"betting"``, the capital-process
+        bound of :func:`skmip.bounds.betting_mean_upper` at :math:`\delta = \alpha/n_t`
+        (about half the excess over the mean when the draws vary little, the coupling
+        calibration's case), or ``"maurer-pontil"``, the empirical Bernstein bound below.
 
     Returns
     -------
     float
-        :math:`\max_{x^*} U_{x^*}` with, for the :math:`m` draw values
+        ``"betting"``: :math:`\max_{x^*} U_{x^*}` with :math:`U` the betting bound of each
+        target's draw values at :math:`\delta = \alpha / n_t`, capped at :math:`c`.
+        ``"maurer-pontil"``: :math:`\max_{x^*} U_{x^*}` with, for the :math:`m` draw values
         :math:`Y_r \in [0, c]`, :math:`c = \min(q, 1-q)`,
         :math:`U = \bar Y + \sqrt{2 V \ln(2n_t/\alpha)/m} + 7c\ln(2n_t/\alpha)/(3(m-1))`,
         :math:`V` the unbiased sample variance, :math:`n_t` the number of targets and
@@ -396,8 +405,32 @@ def coupling_eta_upper(
     s = _check_scale(owner, noise_scale)
     weight = _prior_weight(owner, train_fraction)
     alpha = _alpha(owner, confidence)
+    check_option(owner, "bound", bound, _BOUNDS)
     _check_draws(owner, arr)
+    if bound == "betting":
+        y = _draw_values(arr, s, weight)
+        return float(_betting_max_upper(y, weight, _betting_log_threshold(arr.shape[0], alpha)))
     return float(_ucb_per_target(arr, s, weight, alpha)[0].max())
+
+
+_BOUNDS = ("betting", "maurer-pontil")
+
+
+def _betting_log_threshold(n_targets, alpha):
+    # Each target's bound at delta = alpha / n_targets (union over targets), each of the K
+    # bets at delta / K (union over bets).
+    return math.log(len(BET_FRACTIONS) * n_targets / alpha)
+
+
+def _betting_max_upper(y, weight, log_threshold):
+    """max over targets of the betting bound, computing it only where it can be the max."""
+    means = y.mean(axis=1)
+    best = float(_upper(y[np.argsort(-means)[:32]], weight, log_threshold).max())
+    while True:
+        above = ~betting_passes(y, best, weight, log_threshold)  # bound > best there
+        if not above.any():
+            return best
+        best = max(best, float(_upper(y[above], weight, log_threshold).max()))
 
 
 def _check_draws(owner, arr):
@@ -470,6 +503,7 @@ def coupling_noise_scale(
     confidence: float | None = 0.95,
     train_fraction: float = 0.5,
     grid_resolution: int = 128,
+    bound: str = "betting",
 ) -> CouplingCalibration:
     r"""Smallest Gaussian noise scale whose coupling bound on the MIP level meets ``eta``.
 
@@ -491,6 +525,8 @@ def coupling_noise_scale(
         With a confidence level, the scale is searched on the fixed grid
         :math:`s \in \{2^{j/G}\}` with :math:`G` = ``grid_resolution`` (steps of about
         0.5% at 128); see Notes for why a fixed grid.
+    bound : {"betting", "maurer-pontil"}, default="betting"
+        The confidence bound of :func:`coupling_eta_upper`.
 
     Returns
     -------
@@ -526,6 +562,11 @@ def coupling_noise_scale(
     bounds Theorem 4's value at every :math:`s \ge s_{top}`. It then walks down the grid
     from :math:`s_{top}` while Theorem 4's bound stays at most ``eta``.
 
+    With ``bound="betting"`` no relaxation is needed: with its bets fixed, the betting bound
+    is non-decreasing in every draw value (:mod:`skmip.bounds.betting`), and every draw value
+    is non-increasing in :math:`s`, so the bound is non-increasing in :math:`s` and the
+    smallest grid point where it meets ``eta`` is found by bisection.
+
     With ``confidence=None`` the point estimate is solved by Brent's method (it is
     continuous and non-increasing in :math:`s`), without a grid.
 
@@ -559,11 +600,14 @@ def coupling_noise_scale(
         return CouplingCalibration(s_point, None, eta_point, s_point, None)
 
     alpha = _alpha(owner, confidence)
+    check_option(owner, "bound", bound, _BOUNDS)
     _check_draws(owner, arr)
     if not (isinstance(grid_resolution, (int, np.integer)) and grid_resolution >= 1):
         raise ValueError(f"{owner}: grid_resolution must be an integer >= 1; got {grid_resolution!r}.")
     G = int(grid_resolution)
     n_t, m = arr.shape[0], arr.shape[1]
+    if bound == "betting":
+        return _betting_scale(arr, eta, weight, alpha, G, s_point, confidence)
     log_term = _log_term(n_t, alpha)
 
     # As s -> inf each Y_r tends to weight * (its fraction of infinite distances); the
@@ -612,3 +656,49 @@ def coupling_noise_scale(
     s_hat = 0.0 if j <= j_floor else 2.0 ** (j / G)
     upper, means = _ucb_per_target(arr, s_hat, weight, alpha)
     return CouplingCalibration(s_hat, float(upper.max()), float(means.max()), s_point, float(confidence))
+
+
+def _betting_scale(arr, eta, weight, alpha, G, s_point, confidence):
+    """coupling_noise_scale with the betting bound: bisection on the fixed grid (monotone)."""
+    owner = "coupling_noise_scale"
+    n_t, m = arr.shape[0], arr.shape[1]
+    log_threshold = _betting_log_threshold(n_t, alpha)
+
+    def ok(j):
+        y = _draw_values(arr, 2.0 ** (j / G), weight)
+        return bool(betting_passes(y, eta, weight, log_threshold).all())
+
+    # As s -> inf each draw value tends to weight * (its fraction of infinite distances),
+    # from above: if the bound fails there, it fails at every s.
+    if not betting_passes(weight * np.isinf(arr).mean(axis=2), eta, weight, log_threshold).all():
+        # With every draw 0 the bound is c (exp(L/m) - 1) / 0.95: below eta iff m exceeds this.
+        need = math.floor(log_threshold / math.log1p(BET_FRACTIONS[0] * eta / weight)) + 1
+        raise ValueError(
+            f"{owner}: with {m} draws per target and {n_t} targets at confidence {confidence}, "
+            f"the betting bound cannot reach eta={eta} at any noise scale. Estimate more draws: "
+            f"n_rounds >= {need} is necessary" + (" (and no infinite distances)." if np.isinf(arr).any() else ".")
+        )
+    positive = arr[np.isfinite(arr) & (arr > 0)]
+    # Below j_floor every finite positive distance exceeds 2**10 s, where erf(. / sqrt 8) is
+    # 1.0 in double precision: the bound no longer changes below it.
+    j_floor = math.floor(G * (math.log2(positive.min()) - 10)) if positive.size else 0
+    lo = math.floor(G * math.log2(s_point)) if s_point > 0 else j_floor
+    while lo > j_floor and ok(lo):
+        lo -= G
+    lo = max(lo, j_floor)
+    if ok(lo):  # saturated: no noise is needed
+        s_hat = 0.0
+    else:
+        hi = lo + G
+        while not ok(hi):
+            lo, hi = hi, hi + 2 * (hi - lo)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if ok(mid):
+                hi = mid
+            else:
+                lo = mid
+        s_hat = 2.0 ** (hi / G)
+    y = _draw_values(arr, s_hat, weight)
+    upper = min(float(_betting_max_upper(y, weight, log_threshold)), eta)
+    return CouplingCalibration(s_hat, upper, float(y.mean(axis=1).max()), s_point, float(confidence))

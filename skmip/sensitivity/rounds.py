@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import math
 import numbers
+import sys
+import time
 
 import numpy as np
+from sklearn.utils.parallel import Parallel
 
+from skmip._threads import single_threaded_blas
 from skmip._validation import check_int
 
 #: Default number of sorted-block means kept per target and round with pairs_per_target="all".
@@ -72,3 +77,38 @@ def _resolve_k(owner, train_size, n):
         owner, "train_size", k, 1, n - 1,
         why=f"k rows are drawn into D_train out of n={n}; a target must be able to be in or out.",
     )
+
+
+def _n_chunks(n_rounds, n_jobs):
+    from joblib import effective_n_jobs
+
+    # Enough jobs for every worker (4 each, for balance) and for a progress line every 5%.
+    return min(n_rounds, max(20, 4 * effective_n_jobs(n_jobs)))
+
+
+def run_rounds(make_job, seeds, n_jobs, verbose, owner="estimate_swap_deltas"):
+    """Run the rounds of ``seeds`` in chunks through joblib; stack them on axis 1.
+
+    ``make_job(chunk_of_seeds)`` returns a ``delayed`` call whose result has shape
+    ``(n, len(chunk), n_keep)``. Chunks are the unit of work of any joblib backend
+    (``n_jobs`` processes, or a dask cluster under ``joblib.parallel_config(backend="dask")``);
+    the seeds are drawn up front, so the result does not depend on how they are spread.
+    With ``verbose`` a line per finished chunk reports the rounds done and an estimate of
+    the time left.
+    """
+    seeds = list(seeds)
+    chunks = [list(c) for c in np.array_split(np.asarray(seeds, dtype=object), _n_chunks(len(seeds), n_jobs))]
+    parts = []
+    start = time.perf_counter()
+    done = 0
+    with single_threaded_blas():
+        results = Parallel(n_jobs=n_jobs, return_as="generator")(make_job(c) for c in chunks)
+        for part in results:
+            parts.append(part)
+            done += part.shape[1]
+            if verbose:
+                elapsed = time.perf_counter() - start
+                left = elapsed * (len(seeds) - done) / done
+                print(f"[{owner}] rounds {done}/{len(seeds)}, {elapsed:.0f} s elapsed, "
+                      f"about {math.ceil(left)} s left", file=sys.stderr, flush=True)
+    return np.concatenate(parts, axis=1)
