@@ -1,6 +1,8 @@
 """skmip.nn: seeded skorch nets and the skorch parameter adapter."""
 
 import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -140,6 +142,24 @@ def test_adapter_refuses_unseeded_plain_skorch(data):
         adapter.get_vector(plain)
     assert SkorchAdapter(require_seed=False).get_vector(plain).size == 30 * 32 + 32 + 32 * 2 + 2
 
+
+
+def test_plain_skorch_net_finds_its_adapter_without_importing_skmip_nn():
+    """skmip.params holds no skorch code: the torch leaf registers SkorchAdapter itself, and
+    get_adapter imports the leaf the first time it meets a skorch net (in a fresh interpreter,
+    where no other test has imported skmip.nn)."""
+    code = (
+        "import sys, skorch, torch\n"
+        "from skmip.params import get_adapter\n"
+        "assert 'skmip.nn' not in sys.modules\n"
+        "net = skorch.NeuralNetClassifier(torch.nn.Linear, module__in_features=2, module__out_features=2)\n"
+        "print(repr(get_adapter(net)), 'skmip.nn.params' in sys.modules)\n"
+        "from skmip.params import registry\n"
+        "print(sum(p(net) for p, _ in registry._REGISTRY))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    # One registry entry matches: the leaf's own, registered once.
+    assert out.stdout.split() == ["SkorchAdapter()", "True", "1"]
 
 class BNModule(torch.nn.Module):
     def __init__(self, n_features=30):

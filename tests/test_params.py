@@ -53,9 +53,12 @@ from skmip.params import (
     StandardScalerAdapter,
     StatelessAdapter,
     StatisticAdapter,
+    _linalg,
     get_adapter,
     register_adapter,
 )
+from skmip.params import registry as adapter_registry
+from skmip.params.linear import _linear_model_classes
 from skmip.statistic import Statistic, column_mean, second_moment
 
 
@@ -131,7 +134,7 @@ def _linear_data(est, cancer, diabetes):
     return Xr, yr
 
 
-@pytest.mark.parametrize("cls", P._linear_model_classes(), ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", _linear_model_classes(), ids=lambda c: c.__name__)
 def test_every_linear_model_round_trips_and_scrubs(cls, cancer, diabetes):
     with warnings.catch_warnings():
         # Deprecated classes and changing defaults warn; the adapter must handle them all.
@@ -382,7 +385,7 @@ def test_covariance_projection_is_nearest_psd():
     rng = np.random.default_rng(3)
     a = rng.normal(size=(5, 5))
     sym = a + a.T
-    proj = P._project_psd(sym, 0.0)
+    proj = _linalg._project_psd(sym, 0.0)
     assert np.linalg.eigvalsh(proj).min() >= -1e-12
     best = np.linalg.norm(proj - sym)
     # No random PSD matrix is closer (Higham 1988, Theorem 2.1).
@@ -392,7 +395,7 @@ def test_covariance_projection_is_nearest_psd():
         assert np.linalg.norm(cand - sym) >= best - 1e-12
     # A matrix already above the floor is unchanged.
     spd = a @ a.T + np.eye(5)
-    np.testing.assert_allclose(P._project_psd(spd, 0.5), spd, atol=1e-12)
+    np.testing.assert_allclose(_linalg._project_psd(spd, 0.5), spd, atol=1e-12)
 
 
 # --------------------------------------------------------------------------------------
@@ -507,7 +510,7 @@ def test_simplex_projection_kkt(floor):
         v = rng.normal(0, 2, rng.integers(1, 8))
         if floor * v.size >= 1:
             continue
-        w = P._project_simplex(v, floor)
+        w = _linalg._project_simplex(v, floor)
         assert w.sum() == pytest.approx(1.0) and (w >= floor - 1e-12).all()
         free = w > floor + 1e-12
         theta = (v - w)[free]
@@ -515,7 +518,7 @@ def test_simplex_projection_kkt(floor):
         assert ((v - floor)[~free] <= theta[0] + 1e-9).all()
     # A point of the simplex is its own projection.
     p = np.array([0.2, 0.3, 0.5])
-    np.testing.assert_allclose(P._project_simplex(p), p)
+    np.testing.assert_allclose(_linalg._project_simplex(p), p)
 
 
 def test_gmm_min_weight_validation(iris):
@@ -704,8 +707,8 @@ def test_statistic_errors(iris):
 
 @pytest.fixture
 def registry(monkeypatch):
-    monkeypatch.setattr(P, "_REGISTRY", list(P._REGISTRY))
-    return P._REGISTRY
+    monkeypatch.setattr(adapter_registry, "_REGISTRY", list(adapter_registry._REGISTRY))
+    return adapter_registry._REGISTRY
 
 
 def test_user_adapter_overrides_builtin(registry, cancer):

@@ -25,7 +25,7 @@ def test_unknown_attribute_raises():
 def test_import_skmip_stays_light():
     """Importing skmip and using its core never imports torch, skorch, opacus, matplotlib or dask."""
     code = (
-        "import sys, skmip, skmip.bounds, skmip.wrappers, skmip.scoring, skmip.display, skmip.cli;"
+        "import sys, skmip, skmip.bounds, skmip.params, skmip.wrappers, skmip.scoring, skmip.display, skmip.cli;"
         "from skmip import MIPNoiseWrapper, MIAttackScorer, SubsampledDPClassifier;"
         "heavy = [m for m in ('torch', 'skorch', 'opacus', 'matplotlib', 'dask') if m in sys.modules];"
         "print(','.join(heavy))"

@@ -89,6 +89,43 @@ def test_fixed_seed_warns_and_none_draws_fresh_noise(cancer):
     assert not np.allclose(a.estimator_.coef_, b.estimator_.coef_)
 
 
+
+# The message quotes docs/coupling.md's measurement and names every better route.
+_MOMENTS_FALLBACK = (
+    r"method='auto' releases this (MLPClassifier|GaussianMixture) with Corollary 10's noise.*"
+    r"near coin-flip utility, 0\.45-0\.63 test accuracy on breast cancer.*"
+    r"SubsampledDPClassifier for any classifier; skmip\.nn\.DPNeuralNetClassifier \(DP-SGD, "
+    r"or privacy='gmip'.*private head, a LogisticRegression, Ridge or LinearRegression"
+)
+
+
+@pytest.mark.parametrize(
+    "estimator, supervised",
+    [(MLPClassifier((3,), max_iter=30), True), (GaussianMixture(2, covariance_type="diag"), False)],
+    ids=["MLPClassifier", "GaussianMixture"],
+)
+def test_auto_falling_back_to_moments_says_so(cancer, estimator, supervised):
+    X, y = cancer
+    X, y = X[:120, :4], y[:120]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # ConvergenceWarning of the MLP
+        with pytest.warns(PrivacyWarning, match=_MOMENTS_FALLBACK):
+            w = MIPNoiseWrapper(estimator, n_splits=4).fit(X, y if supervised else None)
+    assert w.method_ == "moments"
+
+
+def test_no_fallback_warning_where_auto_couples_or_moments_is_chosen(cancer):
+    X, y = cancer
+    X, y = X[:120, :4], y[:120]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyWarning)
+        auto = MIPNoiseWrapper(LogisticRegression(), eta=0.3, n_splits=4, n_rounds=100).fit(X, y)
+        mlp = MLPClassifier((3,), max_iter=30)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Stochastic Optimizer")  # ConvergenceWarning
+            chosen = MIPNoiseWrapper(mlp, method="moments", n_splits=4).fit(X, y)
+    assert (auto.method_, chosen.method_) == ("coupling", "moments")
+
 def test_same_seed_reproduces_and_inner_learner_is_made_deterministic(cancer):
     X, y = cancer
     X, y = X[:120], y[:120]

@@ -1,9 +1,11 @@
 """Parameter adapter for fitted skorch nets (the torch side of :mod:`skmip.params`).
 
-:func:`skmip.params.get_adapter` returns a :class:`SkorchAdapter` for any estimator whose
-class lives in skorch (or subclasses one, as skmip's own nets do, through
-``register_adapter``); pass ``params=SkorchAdapter(include=[...])`` to select parameters
-by name.
+This module registers :class:`SkorchAdapter` for every ``skorch.NeuralNet`` (skmip's own
+nets and users' subclasses included) when it is imported, so the root package holds no
+skorch code and never imports torch. :func:`skmip.params.get_adapter` imports this module
+the first time it meets a skorch net (:mod:`skmip.params.registry` explains why), so
+``get_adapter(net)`` works whether or not :mod:`skmip.nn` was imported. Pass
+``params=SkorchAdapter(include=[...])`` to select parameters by name.
 """
 
 from __future__ import annotations
@@ -12,7 +14,10 @@ import fnmatch
 from collections.abc import Sequence
 
 import numpy as np
+import skorch
 import torch
+
+from skmip.params import register_adapter
 
 __all__ = ["SkorchAdapter"]
 
@@ -209,14 +214,4 @@ class SkorchAdapter:
         return f"{type(self).__name__}({', '.join(args)})"
 
 
-def _is_skorch_subclass(estimator):
-    import skorch
-
-    return isinstance(estimator, skorch.NeuralNet)
-
-
-# skmip.params matches classes *defined* in skorch; skmip's own nets subclass skorch from
-# skmip.nn, so register them here (importing skmip.nn is the only way to build one).
-from skmip.params import register_adapter  # noqa: E402
-
-register_adapter(_is_skorch_subclass, lambda est: SkorchAdapter(), first=False)
+register_adapter(skorch.NeuralNet, lambda est: SkorchAdapter(), first=False)
