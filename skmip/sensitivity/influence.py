@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
-from .newton import _n_refine, _ops, _pair_coefficients, _refine_target, _regulariser_hessian
+from .newton import (
+    _n_refine,
+    _ops,
+    _pair_coefficients,
+    _refine_target,
+    _regulariser_hessian,
+)
 from .polish import _check_solver_error, _factor, _solver_step
 from .rounds import _jensen_summary, _round_design
 

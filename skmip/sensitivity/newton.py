@@ -7,7 +7,6 @@ import math
 import numpy as np
 from scipy import linalg
 
-
 #: Chord iterations before Newton's method with exact Hessians takes over (refinement).
 _CHORD_ITER = 30
 #: Below this many flops per Hessian (k D^2), Newton's method is cheaper than chord steps.

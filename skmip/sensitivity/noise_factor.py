@@ -4,24 +4,46 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy import sparse
 from sklearn.base import clone
 from sklearn.utils.parallel import Parallel, delayed
 
 from skmip._random import draw_seed, fix_inner_random_state, resolve_rng
 from skmip._rows import n_rows
+from skmip._threads import single_threaded_blas
 from skmip._validation import check_int
 from skmip.params import get_adapter
 
-from ._common import _fit_vector
+from .losses import get_smooth_loss
+from .polish import MinimiserFits, SolverFits
 from .rounds import _resolve_k
 
 
-def _subset_vectors(estimator, adapter, X, y, fit_params, n, k, seeds):
+def _subset_vectors(fitter, n, k, seeds):
     out = []
     for seed in seeds:
         rows = np.sort(np.random.default_rng(seed).permutation(n)[:k])
-        out.append(_fit_vector(estimator, adapter, X, y, rows, fit_params, n)[1])
+        out.append(fitter(rows)[1])
     return np.array(out)
+
+
+def _make_fitter(estimator, adapter, X, y, fit_params, polish):
+    """The estimator's own fits, or (``polish``) the exact minimiser by warm-started Newton."""
+    if not polish:
+        return SolverFits(estimator, adapter, X, y, fit_params)
+    loss = get_smooth_loss(estimator)
+    if loss is None:
+        raise TypeError(
+            f"estimate_noise_factor: polish=True needs the objective of {type(estimator).__name__}; "
+            "none is registered (skmip.sensitivity.register_smooth_loss)."
+        )
+    Xd = X.toarray() if sparse.issparse(X) else np.asarray(X, dtype=np.float64)
+    yd = None if y is None else np.asarray(y)
+    n = Xd.shape[0]
+    template, _ = SolverFits(estimator, adapter, X, y, fit_params, polish=True, loss=loss, Xd=Xd)(
+        np.arange(n)
+    )
+    return MinimiserFits(estimator, adapter, X, yd, fit_params, loss, Xd, template)
 
 
 def estimate_noise_factor(
@@ -36,6 +58,7 @@ def estimate_noise_factor(
     random_state=None,
     n_jobs: int | None = None,
     fit_params: dict | None = None,
+    polish: bool = False,
 ) -> np.ndarray:
     r"""A full noise shape for the coupling calibration: the spread of the fit over subsets.
 
@@ -69,6 +92,10 @@ def estimate_noise_factor(
         Fits run in parallel through joblib.
     fit_params : dict, default=None
         Passed to ``fit``; per-row arrays are subset.
+    polish : bool, default=False
+        Fit every subset to the exact minimiser of the registered smooth loss, by Newton's
+        method from a polished fit on all of D (the learner :func:`estimate_swap_deltas`
+        analyses with ``polish=True``; several times cheaper than the estimator's solver).
 
     Returns
     -------
@@ -118,11 +145,12 @@ def estimate_noise_factor(
     estimator = fix_inner_random_state(clone(estimator), draw_seed(rng))
     adapter = get_adapter(estimator, params)
     seeds = [draw_seed(rng) for _ in range(n_subsets)]
+    fitter = _make_fitter(estimator, adapter, X, y, fit_params, polish)
     chunks = np.array_split(np.arange(n_subsets), min(16, n_subsets))
-    parts = Parallel(n_jobs=n_jobs)(
-        delayed(_subset_vectors)(estimator, adapter, X, y, fit_params, n, k, [seeds[i] for i in c])
-        for c in chunks
-    )
+    with single_threaded_blas():
+        parts = Parallel(n_jobs=n_jobs)(
+            delayed(_subset_vectors)(fitter, n, k, [seeds[i] for i in c]) for c in chunks
+        )
     thetas = np.concatenate(parts)
     sd = thetas.std(axis=0, ddof=1)
     moving = sd > 0
