@@ -252,7 +252,7 @@ def estimate_swap_deltas(
         )
         return SwapDeltas(rounds, k, engine, "all" if all_pairs else "sampled")
     if polish:
-        fitter = MinimiserFits(estimator, adapter, X, y, fit_params, loss, Xd, probe)
+        fitter = MinimiserFits(estimator, adapter, X, yd, fit_params, loss, Xd, probe, probe_rows)
     else:
         fitter = SolverFits(estimator, adapter, X, y, fit_params)
     del probe, theta0

@@ -63,6 +63,7 @@ def _assemble_sq(terms, cross, orthogonal):
     """
     dot, col_e, row_x = _ops(cross)
     sq = 0.0
+    norm_sq = lambda A, B: np.einsum("...i,...i->...", A, B)  # noqa: E731
     pairs = [(i, i) for i in range(len(terms))] if orthogonal else [
         (i, j) for i in range(len(terms)) for j in range(len(terms))
     ]
@@ -70,8 +71,8 @@ def _assemble_sq(terms, cross, orthogonal):
         pe_i, px_i, ce_i, cx_i = terms[i]
         pe_j, px_j, ce_j, cx_j = terms[j]
         sq = sq + (
-            ce_i * ce_j * col_e((pe_i["U"] * pe_j["U"]).sum(1))
-            + cx_i * cx_j * row_x((px_i["U"] * px_j["U"]).sum(1))
+            ce_i * ce_j * col_e(norm_sq(pe_i["U"], pe_j["U"]))
+            + cx_i * cx_j * row_x(norm_sq(px_i["U"], px_j["U"]))
             - 2.0 * ce_i * cx_j * dot(pe_i["U"], px_j["U"])
         )
     sq = np.maximum(sq, 0.0)
@@ -80,7 +81,7 @@ def _assemble_sq(terms, cross, orthogonal):
             if cross:
                 raw = ce[:, :, None] * pe["Uraw"][:, None, :] - cx[:, :, None] * px["Uraw"][None, :, :]
             else:
-                raw = ce[:, None] * pe["Uraw"] - cx[:, None] * px["Uraw"]
+                raw = ce[..., None] * pe["Uraw"] - cx[..., None] * px["Uraw"]
             sq = np.where((raw != 0).any(axis=-1), np.inf, sq)
     return sq
 
@@ -133,12 +134,13 @@ def _influence_round(fitter, loss, Xd, y, sample_weight, n, k, seed, p, whitener
         elif targets.size:
             T = targets.size
             pos = rng.integers(0, k, size=(T, p))  # positions in H of each target's e
-            e_idx, x_idx = pos.ravel(), np.repeat(np.arange(T), p)
             terms = []
             for pe, px, glm in preps:
-                pec, pxc = _take(pe, e_idx, _E_KEYS), _take(px, x_idx, _X_KEYS)
+                # e-side (T, p, .) gathered; target side (T, 1, .) broadcast, not copied.
+                pec = _take(pe, pos, _E_KEYS)
+                pxc = {key: value[:, None] for key, value in px.items() if key in _X_KEYS}
                 terms.append((pec, pxc) + _pair_coefficients(pec, pxc, glm, newton, cross=False))
-            dist = np.sqrt(_assemble_sq(terms, False, whitener.diagonal)).reshape(T, p)
+            dist = np.sqrt(_assemble_sq(terms, False, whitener.diagonal))
             for t in np.argsort(-dist.mean(axis=1))[:n_refine]:
                 better = _refine_target(blocks[0], factors[0], P, H, targets[t], H[pos[t]], whitener)
                 if better is not None:

@@ -7,6 +7,8 @@ import math
 import numpy as np
 from scipy import linalg
 
+from .polish import _damped
+
 #: Chord iterations before Newton's method with exact Hessians takes over (refinement).
 _CHORD_ITER = 30
 #: Below this many flops per Hessian (k D^2), Newton's method is cheaper than chord steps.
@@ -50,7 +52,8 @@ def _ops(cross):
     """Inner products and broadcasting for all pairs (cross) or matched pairs."""
     if cross:
         return (lambda A, B: A @ B.T), (lambda v: v[:, None]), (lambda v: v[None, :])
-    return (lambda A, B: (A * B).sum(1)), (lambda v: v), (lambda v: v)
+    # Matched pairs: e-side arrays of shape (T, p, .), target-side (T, 1, .) broadcast.
+    return (lambda A, B: np.einsum("...i,...i->...", A, B)), (lambda v: v), (lambda v: v)
 
 
 def _pair_coefficients(pe, px, glm, newton, cross):
@@ -70,7 +73,8 @@ def _pair_coefficients(pe, px, glm, newton, cross):
     """
     dot, col_e, row_x = _ops(cross)
     if not newton:
-        one = np.ones((pe["U"].shape[0], px["U"].shape[0])) if cross else np.ones(pe["U"].shape[0])
+        shape = (pe["U"].shape[0], px["U"].shape[0]) if cross else np.broadcast_shapes(pe["U"].shape[:-1], px["U"].shape[:-1])
+        one = np.ones(shape)
         return one, one
     h_ex = dot(pe["feats"], px["xi"])  # x_e' H^-1 x_x
     kappa, lam = col_e(pe["d2"]), col_e(pe["d1"])
@@ -91,6 +95,15 @@ def _regulariser_hessian(block, H):
     FH = glm.features[H]
     P = block.hessian - (FH.T * glm.d2loss(glm.margins[H], H)) @ FH
     return 0.5 * (P + P.T)
+
+
+def _settled(step, change, theta, previous):
+    """Stop when the step is negligible next to the change it refines (1e-10 of it), or has
+    stopped shrinking at the level of rounding (a sum over k rows is exact to ~1e-16 k)."""
+    size = np.linalg.norm(step)
+    if size <= 1e-10 * np.linalg.norm(change) or size <= 1e-15 * (1.0 + np.linalg.norm(theta)):
+        return True
+    return size >= 0.5 * previous and size <= 1e-7 * np.linalg.norm(change)
 
 
 def _refine_target(block, factor, P, H, x, e_rows, whitener):
@@ -122,31 +135,36 @@ def _refine_target(block, factor, P, H, x, e_rows, whitener):
                 + glm.dloss(np.array([fx @ theta]), xrow)[0] * fx)
 
     # Chord iterations pay where forming a Hessian is dear (O(k D^2) against O(k D) each).
-    converged = False
+    converged, previous = False, np.inf
     for _ in range(_CHORD_ITER if FH.shape[0] * FH.shape[1] ** 2 > _CHORD_MIN_WORK else 0):
         grad = gradient(theta)
         kx = float(glm.d2loss(np.array([fx @ theta]), xrow)[0])
         g1 = linalg.cho_solve(factor, grad, check_finite=False)
-        step = g1 - (kx * (xi_x @ grad) / (1.0 + kx * a)) * xi_x
+        step = _damped(gradient, theta, g1 - (kx * (xi_x @ grad) / (1.0 + kx * a)) * xi_x, grad)
         theta = theta - step
         if not np.all(np.isfinite(theta)):
             return None
-        if np.linalg.norm(step) <= 1e-12 * (1.0 + np.linalg.norm(theta)):
+        if _settled(step, theta - theta0, theta, previous):
             converged = True
             break
+        previous = np.linalg.norm(step)
     rows = np.r_[H, x]
     Xr = F[rows]
     if not converged:
+        previous = np.inf
         for _ in range(50):
             margins = Xr @ theta
             hess = (Xr.T * glm.d2loss(margins, rows)) @ Xr + P
+            grad = gradient(theta)
             try:
-                step = linalg.solve(hess, gradient(theta), assume_a="pos", check_finite=False)
+                step = linalg.solve(hess, grad, assume_a="pos", check_finite=False)
             except (linalg.LinAlgError, ValueError):
                 return None
+            step = _damped(gradient, theta, step, grad)
             theta = theta - step
-            if np.linalg.norm(step) <= 1e-12 * (1.0 + np.linalg.norm(theta)):
+            if _settled(step, theta - theta0, theta, previous):
                 break
+            previous = np.linalg.norm(step)
         else:
             return None
     margins = Xr @ theta

@@ -27,7 +27,7 @@ def _subset_vectors(fitter, n, k, seeds):
     return np.array(out)
 
 
-def _make_fitter(estimator, adapter, X, y, fit_params, polish):
+def _make_fitter(estimator, adapter, X, y, fit_params, polish, template_rows):
     """The estimator's own fits, or (``polish``) the exact minimiser by warm-started Newton."""
     if not polish:
         return SolverFits(estimator, adapter, X, y, fit_params)
@@ -39,11 +39,10 @@ def _make_fitter(estimator, adapter, X, y, fit_params, polish):
         )
     Xd = X.toarray() if sparse.issparse(X) else np.asarray(X, dtype=np.float64)
     yd = None if y is None else np.asarray(y)
-    n = Xd.shape[0]
-    template, _ = SolverFits(estimator, adapter, X, y, fit_params, polish=True, loss=loss, Xd=Xd)(
-        np.arange(n)
+    template, _ = SolverFits(estimator, adapter, X, yd, fit_params, polish=True, loss=loss, Xd=Xd)(
+        template_rows
     )
-    return MinimiserFits(estimator, adapter, X, yd, fit_params, loss, Xd, template)
+    return MinimiserFits(estimator, adapter, X, yd, fit_params, loss, Xd, template, template_rows)
 
 
 def estimate_noise_factor(
@@ -145,7 +144,9 @@ def estimate_noise_factor(
     estimator = fix_inner_random_state(clone(estimator), draw_seed(rng))
     adapter = get_adapter(estimator, params)
     seeds = [draw_seed(rng) for _ in range(n_subsets)]
-    fitter = _make_fitter(estimator, adapter, X, y, fit_params, polish)
+    # The warm start: a polished fit on the first subset (same size as every other one).
+    first = np.sort(np.random.default_rng(seeds[0]).permutation(n)[:k])
+    fitter = _make_fitter(estimator, adapter, X, y, fit_params, polish, first)
     chunks = np.array_split(np.arange(n_subsets), min(16, n_subsets))
     with single_threaded_blas():
         parts = Parallel(n_jobs=n_jobs)(
