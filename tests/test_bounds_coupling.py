@@ -381,3 +381,17 @@ def test_exact_audit_tiny_logistic_regression_never_exceeds_eta():
         cal, audit, bound = _audit(fit, (X, y), res.distances, sd, eta, 2000, 13)
         assert np.all(audit.advantage <= bound + 4 * audit.std_error)
         assert audit.upper_confidence_bound(0.999).max() < eta
+
+
+def test_betting_mean_upper_validates_and_is_monotone_in_the_draws():
+    with pytest.raises(ValueError, match=r"every sample must lie in \[0, upper"):
+        betting_mean_upper([0.1, 0.7], upper=0.5, delta=0.05)
+    with pytest.raises(ValueError, match="delta must be in"):
+        betting_mean_upper([0.1], upper=0.5, delta=1.0)
+    rng = np.random.default_rng(0)
+    y = rng.uniform(0, 0.3, size=400)
+    lower = y * rng.uniform(0.5, 1.0, size=400)  # every draw lowered
+    assert betting_mean_upper(lower, upper=0.5, delta=0.05)[0] <= betting_mean_upper(y, upper=0.5, delta=0.05)[0]
+    # Never below the sample mean, never above the range.
+    u = betting_mean_upper(rng.uniform(0, 0.5, size=(5, 50)), upper=0.5, delta=0.01)
+    assert np.all(u <= 0.5)

@@ -389,3 +389,68 @@ def test_noise_factor_handles_constant_coordinates_and_feeds_the_deltas():
     assert np.all(np.isfinite(res.distances)) and np.all(res.distances > 0)
     with pytest.raises(ValueError, match="n_subsets"):
         estimate_noise_factor(Ridge(), X, y, n_subsets=1)
+
+
+# --------------------------------------------------------------------------- scale (issue 12)
+
+
+def test_warm_started_fits_are_the_exact_minimiser(cancer):
+    # MinimiserFits (damped chord steps from a template fit, then Newton) against the
+    # estimator's solver carried to the minimiser by polish_to_minimiser, on other subsets.
+    from skmip.params import get_adapter
+    from skmip.sensitivity.polish import MinimiserFits, SolverFits
+
+    X, y = cancer
+    est = LogisticRegression(C=0.1)
+    adapter, loss = get_adapter(est), get_smooth_loss(est)
+    rng = np.random.default_rng(0)
+    rows = [np.sort(rng.permutation(len(X))[:60]) for _ in range(4)]
+    solver = SolverFits(est, adapter, X, y, {}, polish=True, loss=loss, Xd=X)
+    template, _ = solver(rows[0])
+    warm = MinimiserFits(est, adapter, X, y, {}, loss, X, template, rows[0])
+    for r in rows[1:]:
+        np.testing.assert_allclose(warm(r)[1], solver(r)[1], rtol=1e-9, atol=1e-11)
+
+
+def test_damped_steps_stop_a_cycling_newton_iteration():
+    # f(t) = sqrt(1 + t^2): Newton's full steps t -> -t^3 diverge from |t| > 1; the damped
+    # step minimises along the direction instead.
+    from skmip.sensitivity.polish import _damped
+
+    def gradient(t):
+        return t / np.sqrt(1 + t**2)
+
+    t = np.array([1.5])
+    for _ in range(30):
+        g = gradient(t)
+        step = g / (1 + t**2) ** -1.5  # Newton: f'' = (1 + t^2)^-1.5
+        t = t - _damped(gradient, t, step, g)
+    assert abs(t[0]) < 1e-8
+
+
+def test_rounds_do_not_depend_on_n_jobs_and_report_progress(cancer, capsys):
+    X, y = cancer
+    kw = dict(scale=np.full(X.shape[1] + 1, 0.05), n_rounds=25, random_state=3, polish=True)
+    one = estimate_swap_deltas(LogisticRegression(C=0.1), X, y, n_jobs=1, verbose=1, **kw)
+    err = capsys.readouterr().err
+    assert "rounds 25/25" in err and "left" in err
+    two = estimate_swap_deltas(LogisticRegression(C=0.1), X, y, n_jobs=2, **kw)
+    np.testing.assert_array_equal(one.distances, two.distances)
+    assert one.pairs == "sampled" and one.distances.shape == (len(X), 25, 4)
+
+
+def test_memory_budget_keeps_one_jensen_value_that_still_bounds_the_average(cancer, monkeypatch):
+    # With the budget forced down, each round keeps the mean of its sampled distances: by
+    # Jensen (TV concave in the distance) its TV bounds the average TV of the kept pairs.
+    from skmip.bounds import coupling_eta_per_target
+    from skmip.sensitivity import estimate as estimate_module
+
+    X, y = cancer
+    kw = dict(scale=np.full(X.shape[1] + 1, 0.05), n_rounds=6, random_state=4, polish=True)
+    full = estimate_swap_deltas(LogisticRegression(C=0.1), X, y, summary_size=8, **kw)
+    monkeypatch.setattr(estimate_module, "_MAX_VALUES", len(X) * 6)
+    small = estimate_swap_deltas(LogisticRegression(C=0.1), X, y, summary_size=8, **kw)
+    assert small.distances.shape == (len(X), 6, 1)
+    np.testing.assert_allclose(small.distances[..., 0], full.distances.mean(axis=2), rtol=1e-12)
+    for s in [0.5, 2.0, 8.0]:
+        assert np.all(coupling_eta_per_target(small.distances, s) >= coupling_eta_per_target(full.distances, s) - 1e-12)

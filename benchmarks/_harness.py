@@ -1,0 +1,49 @@
+"""Set-up shared by the benchmarks: real data split and scaled on the training part, timing,
+markdown tables and log-log slopes. One copy here instead of one per script."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import MinMaxScaler, StandardScaler
+
+from skmip.datasets import load_dataset
+
+SCALERS = {"standard": StandardScaler, "minmax": MinMaxScaler}
+
+
+def split_scaled(name, *, scaler="standard", test_size=0.3, n_samples=None, seed=0):
+    """``(X_tr, X_te, y_tr, y_te)`` of a bundled dataset, stratified, the scaler fitted on the
+    training part only (a public preprocessing choice for the release)."""
+    d = load_dataset(name, n_samples=n_samples, random_state=seed)
+    X_tr, X_te, y_tr, y_te = train_test_split(
+        d.data, d.target, test_size=test_size, random_state=seed, stratify=d.target
+    )
+    s = SCALERS[scaler]().fit(X_tr)
+    return s.transform(X_tr), s.transform(X_te), y_tr, y_te
+
+
+def timed(fn, *args, **kwargs):
+    """``(result, seconds)`` of one call, wall clock."""
+    start = time.perf_counter()
+    out = fn(*args, **kwargs)
+    return out, time.perf_counter() - start
+
+
+def median_time(fn, repeats=20):
+    """Median wall time of ``repeats`` calls (small, fast operations)."""
+    return float(np.median([timed(fn)[1] for _ in range(repeats)]))
+
+
+def loglog_slope(x, y):
+    """Least-squares slope of log y against log x."""
+    return float(np.polyfit(np.log(np.asarray(x, float)), np.log(np.asarray(y, float)), 1)[0])
+
+
+def markdown_table(header, rows):
+    """A GitHub-flavoured markdown table from a header and rows of cells."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)

@@ -1,0 +1,169 @@
+"""The coupling calibration at real-data scale (issue 12): cost against the plain fit, full
+adult, a scaling curve to 200,000 rows, noise in sigma units.
+
+Commands (results and their load in docs/coupling.md, "Cost and scaling"):
+
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_coupling_scale.py ratio
+    python benchmarks/bench_coupling_scale.py bounds
+    python benchmarks/bench_coupling_scale.py adult --n-jobs 2
+    python benchmarks/bench_coupling_scale.py scaling --n-jobs 2 [--plot docs/figures/coupling_scaling.png]
+
+``ratio``: breast cancer (standardized, the README quickstart's 75/25 split),
+``LogisticRegression(C=0.1)``, eta = 0.1, the wrapper's defaults, one core: wrapper fit time
+over the plain fit's median time, measured side by side, and the noise scale.
+``adult``: all 22,792 training rows of a 70/30 split, standardized, C = 0.1; one
+calibration serves eta = 0.1 and 0.05 (:func:`skmip.mip_noise_path`, five noise draws each);
+test accuracy against the non-private model.
+``scaling``: one wrapper fit (eta = 0.1) per n on synthetic logistic data (d = 50) and on
+adult subsamples; time against n on log-log axes (slope), noise scale in sigma units.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import warnings
+
+import numpy as np
+from sklearn.datasets import load_breast_cancer
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _harness import loglog_slope, markdown_table, median_time, split_scaled, timed  # noqa: E402
+
+from skmip import MIPNoiseWrapper, mip_noise_path  # noqa: E402
+from skmip.exceptions import PrivacyWarning  # noqa: E402
+
+
+def _load():
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return float("nan")
+
+
+def bench_ratio(n_rounds=None):
+    X, y = load_breast_cancer(return_X_y=True)
+    X_tr, X_te, y_tr, y_te = train_test_split(StandardScaler().fit_transform(X), y, random_state=0)
+    plain = median_time(lambda: LogisticRegression(C=0.1).fit(X_tr, y_tr))
+    kw = {} if n_rounds is None else {"n_rounds": n_rounds}
+    w, t = timed(MIPNoiseWrapper(LogisticRegression(C=0.1), eta=0.1, random_state=0, **kw).fit, X_tr, y_tr)
+    rows = [[f"{plain * 1e3:.2f} ms", f"{t:.2f} s", f"{t / plain:.0f}x", f"{w.noise_scale_:.2f}",
+             f"{w.noise_scale_point_:.2f}", f"{w.coupling_eta_upper_:.4f}", f"{w.score(X_te, y_te):.3f}",
+             f"{_load():.1f}"]]
+    print(markdown_table(["plain fit (median of 20)", "wrapper fit", "ratio", "noise scale s",
+                          "point-estimate s", "eta upper", "test acc", "load"], rows))
+
+
+def bench_bounds(ms=(200, 300, 400, 600, 1000)):
+    """Noise scale at eta = 0.1 from the same rounds cut to m: betting against Maurer-Pontil."""
+    from skmip.bounds import coupling_noise_scale
+    from skmip.sensitivity import estimate_noise_factor, estimate_swap_deltas
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X_tr, _, y_tr, _ = train_test_split(StandardScaler().fit_transform(X), y, random_state=0)
+    est, k = LogisticRegression(C=0.1), len(X_tr) // 2
+    L = estimate_noise_factor(est, X_tr, y_tr, train_size=k, n_subsets=128, random_state=1, polish=True)
+    d = estimate_swap_deltas(est, X_tr, y_tr, scale=L, train_size=k, n_rounds=max(ms), random_state=2,
+                             polish=True)
+    rows = []
+    for m in ms:
+        cal = {b: coupling_noise_scale(d.distances[:, :m], 0.1, train_fraction=d.train_fraction, bound=b)
+               for b in ("betting", "maurer-pontil")}
+        point = cal["betting"].noise_scale_point
+        rows.append([m] + [f"{cal[b].noise_scale:.2f} ({cal[b].noise_scale / point:.2f}x)"
+                           for b in ("betting", "maurer-pontil")] + [f"{point:.2f}"])
+    print(markdown_table(["rounds m", "betting", "Maurer & Pontil", "point estimate"], rows))
+
+
+def bench_adult(n_jobs, draws=5):
+    X_tr, X_te, y_tr, y_te = split_scaled("adult")
+    base, t0 = timed(LogisticRegression(C=0.1).fit, X_tr, y_tr)
+    etas = [0.1] * draws + [0.05] * draws
+    path, t = timed(mip_noise_path, LogisticRegression(C=0.1), X_tr, y_tr, etas=etas, n_jobs=n_jobs,
+                    verbose=1, random_state=0)
+    rows = []
+    for eta in (0.1, 0.05):
+        ws = [w for w in path if w.mip_bound_ == eta]
+        acc = np.array([w.score(X_te, y_te) for w in ws])
+        rows.append([eta, f"{X_tr.shape[0]:,}", f"{t:.0f} s", f"{base.score(X_te, y_te):.3f}",
+                     f"{acc.mean():.3f} +- {acc.std(ddof=1) / np.sqrt(acc.size):.3f}",
+                     f"{ws[0].noise_scale_:.2f}", f"{max(w.coupling_eta_upper_ for w in ws):.4f}"])
+    print(f"plain fit {t0:.2f} s; one calibration for both eta (mip_noise_path); load {_load():.1f}")
+    print(markdown_table(["eta", "training rows", "calibration + fit", "non-private acc",
+                          f"private acc (mean of {draws} draws)", "noise scale s", "eta upper"], rows))
+
+
+def _synthetic(n, d=50, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    w = rng.normal(size=d) / np.sqrt(d)
+    y = (rng.random(n) < 1 / (1 + np.exp(-2 * X @ w))).astype(int)
+    return X, y
+
+
+def bench_scaling(n_jobs, sizes, adult_sizes, plot=None):
+    rows, curves = [], {}
+    X_ad, _, y_ad, _ = split_scaled("adult")
+    for data, ns in (("synthetic d=50", sizes), ("adult", adult_sizes)):
+        times, scales = [], []
+        for n in ns:
+            if data == "adult":
+                idx = np.random.default_rng(n).permutation(len(X_ad))[:n]
+                X, y = X_ad[idx], y_ad[idx]
+            else:
+                X, y = _synthetic(n)
+            w, t = timed(MIPNoiseWrapper(LogisticRegression(C=0.1), eta=0.1, n_jobs=n_jobs, random_state=0).fit, X, y)
+            times.append(t)
+            scales.append(w.noise_scale_)
+            rows.append([data, f"{n:,}", f"{t:.1f} s", f"{w.noise_scale_:.2f}", f"{w.noise_scale_point_:.2f}",
+                         f"{w.coupling_eta_upper_:.4f}", f"{_load():.1f}"])
+            print(rows[-1], flush=True)
+        curves[data] = (ns, times, scales)
+    print(markdown_table(["data", "n", "wrapper fit", "noise scale s", "point-estimate s", "eta upper", "load"], rows))
+    for data, (ns, times, _) in curves.items():
+        print(f"{data}: log-log slope of time against n = {loglog_slope(ns, times):.2f}")
+    if plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
+        for data, (ns, times, scales) in curves.items():
+            a.loglog(ns, times, "o-", label=f"{data} (slope {loglog_slope(ns, times):.2f})")
+            b.semilogx(ns, scales, "o-", label=data)
+        a.set(xlabel="rows n", ylabel="MIPNoiseWrapper fit (s)", title=f"one calibration, n_jobs={n_jobs}")
+        b.set(xlabel="rows n", ylabel="noise scale s (sigma units)", title="eta = 0.1, 95% confidence")
+        a.legend()
+        b.legend()
+        fig.tight_layout()
+        fig.savefig(plot, dpi=110)
+        print(f"wrote {plot}")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("what", choices=("ratio", "bounds", "adult", "scaling"))
+    p.add_argument("--n-jobs", type=int, default=1)
+    p.add_argument("--n-rounds", type=int, default=None, help="ratio: override the wrapper's n_rounds")
+    p.add_argument("--sizes", type=int, nargs="+", default=[1000, 3000, 10000, 30000, 100000, 200000])
+    p.add_argument("--adult-sizes", type=int, nargs="+", default=[1000, 3000, 10000, 22792])
+    p.add_argument("--plot", help="scaling: write the figure here")
+    args = p.parse_args(argv)
+    warnings.simplefilter("ignore", PrivacyWarning)  # the benchmarks fix random_state on purpose
+    if args.what == "ratio":
+        bench_ratio(args.n_rounds)
+    elif args.what == "bounds":
+        bench_bounds()
+    elif args.what == "adult":
+        bench_adult(args.n_jobs)
+    else:
+        bench_scaling(args.n_jobs, args.sizes, args.adult_sizes, args.plot)
+
+
+if __name__ == "__main__":
+    main()
