@@ -36,12 +36,14 @@ costs :math:`r` fits (2 when :math:`k = n/2`).
     ``_pair_coefficients``). Exact for least squares; for logistic regression it is what
     keeps the error small on the outlying targets that decide the maximum (a plain Newton
     step overshoots there, because a badly fitted target has almost no curvature at
-    :math:`\mathcal{A}(H)`). For the most exposed targets of each fit (``refine``, 5% by
-    default) the target's addition is solved to convergence by Newton's method and only
-    :math:`e`'s removal is linearised: these targets decide the maximum over targets, and
-    on ``load_breast_cancer`` this brings the calibrated noise within 0.1% of the value
-    exact refits give (``benchmarks/bench_influence.py``). Every :math:`(x^*, e)` pair of a
-    round costs one fit plus :math:`O(k(n-k)D)` arithmetic.
+    :math:`\mathcal{A}(H)`). For the most exposed targets of each fit (``refine``: 5%, at most
+    4) the target's addition is solved to convergence (damped Newton or chord steps) and
+    only :math:`e`'s removal is linearised: these targets decide the maximum over targets,
+    and on ``load_breast_cancer`` this brings the calibrated noise within 0.1% of the value
+    exact refits give (``benchmarks/bench_influence.py``). A round costs two fits (by
+    warm-started steps to the exact minimiser, :class:`~skmip.sensitivity.polish.MinimiserFits`)
+    plus :math:`O(n p D)` arithmetic for :math:`p` sampled :math:`e` per target: linear in
+    :math:`n`.
 ``"influence"``
     The first-order influence function :math:`\mathcal{A}(H - e + x^*) - \mathcal{A}(H)
     \approx \mathbf{H}^{-1}(\nabla\ell_e - \nabla\ell_{x^*})` with the regularised Hessian of
@@ -52,10 +54,10 @@ costs :math:`r` fits (2 when :math:`k = n/2`).
     lists every :math:`(D_{out}, e)` pair; the means over the result are the exact
     expectations, and no confidence statement is needed.
 
-**Keeping every pair at the cost of a few numbers.** With ``pairs_per_target="all"`` the
-influence engines compute the distances to all :math:`k` rows :math:`e \in H_j` and store,
-per target and round, the means of ``summary_size`` consecutive blocks of their sorted
-values. Since :math:`t \mapsto 2\Phi(t/2s) - 1` is concave on :math:`t \ge 0`, Jensen's
+**Keeping many pairs at the cost of a few numbers.** The influence engines draw ``p``
+values of :math:`e` per target and round (8 by default; every :math:`e \in H_j` with
+``pairs_per_target="all"``) and store, per target and round, the means of ``summary_size``
+consecutive blocks of their sorted values. Since :math:`t \mapsto 2\Phi(t/2s) - 1` is concave on :math:`t \ge 0`, Jensen's
 inequality makes the average of the TV over each block at most the TV of the block's mean:
 the stored summary *upper-bounds* the round's exact average over :math:`e` for every noise
 scale at once, and is exact where the TV is linear (small distances).

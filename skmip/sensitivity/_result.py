@@ -14,9 +14,11 @@ class SwapDeltas:
     Attributes
     ----------
     distances : ndarray of shape (n_samples, n_rounds, n_pairs)
-        ``distances[i, r]`` are the values of round ``r`` for target row ``i``: distances
-        :math:`\|(\mathcal{A}(D_{out}) - \mathcal{A}(D_{in}))/w\|` for sampled :math:`e`, or
-        the sorted-block summary of all of them (module docstring). Rounds are independent.
+        ``distances[i, r]`` are the values of round ``r`` for target row ``i``: the
+        sorted-block summary (module docstring) of the distances
+        :math:`\|(\mathcal{A}(D_{out}) - \mathcal{A}(D_{in}))/w\|` for the round's sampled
+        :math:`e` (the distances themselves when no more are drawn than kept), or of all
+        of them. Rounds are independent.
         ``inf`` marks a change in a coordinate whose scale is 0.
     n_train : int
         :math:`k`, the size of the training subsets.
@@ -24,8 +26,9 @@ class SwapDeltas:
         The engine that produced the distances (``"refit"``, ``"newton"``, ``"influence"``
         or ``"exact"``).
     pairs : str
-        ``"sampled"`` (independent uniform :math:`e` per value, unbiased), ``"all"`` (the
-        sorted-block summary, an upper bound for the average over every :math:`e`) or
+        ``"sampled"`` (independent uniform :math:`e`, with replacement: the average of their
+        TV is an unbiased draw, and its summary an upper bound), ``"all"`` (the sorted-block
+        summary, an upper bound for the average over every :math:`e`) or
         ``"exhaustive"`` (engine ``"exact"``: every :math:`(D_{out}, e)`; the mean over
         axes 1 and 2 *is* the expectation).
     polished : bool

@@ -85,18 +85,23 @@ def estimate_swap_deltas(
         ``"newton"`` if the registered smooth loss is generalised-linear, else
         ``"influence"`` if one is registered, else ``"refit"``.
     pairs_per_target : int, "all" or None, default=None
-        Values of :math:`e` per target and round: an integer draws that many uniformly in
-        :math:`D_{out}` without replacement; ``"all"`` uses every :math:`e` (summarised as in
-        the module docstring). ``None``: 1 for ``"refit"``; ``"all"`` for the influence
-        engines unless a round has more than :math:`2^{22}` pairs, then 16.
+        Values of :math:`e` per target and round: an integer draws that many independently
+        and uniformly in :math:`D_{out}` (with replacement: each value is an unbiased draw of
+        the average over :math:`e`); ``"all"`` uses every :math:`e` (summarised as in the
+        module docstring; :math:`O(k(n-k))` pairs a round, so for small data only).
+        ``None``: 1 for ``"refit"``, 8 for the influence engines (linear in :math:`n`; the
+        spread of a target's round averages comes from :math:`D_{out}`, not from :math:`e`).
     summary_size : int, default=4
-        Sorted-block means kept per target and round with ``pairs_per_target="all"``.
+        Values kept per target and round: the sorted-block means of its distances (an upper
+        bound by Jensen, module docstring). Lowered further, down to 1 (the mean), so that
+        the whole array stays within 1 GiB.
     refine : float, default=0.05
         ``"newton"`` engine, one-block models: the fraction of each fit's targets with the
-        largest distances whose own addition is solved to convergence (Newton's method on
-        the objective of :math:`H + \{x^*\}`) before each :math:`e`'s removal is linearised
-        at that solution. These outlying targets decide the maximum over targets, and their
-        addition moves the fit furthest from where the one-step model was expanded.
+        largest distances (at most 4 a fit) whose own addition is solved to convergence
+        (damped Newton or chord steps on the objective of :math:`H + \{x^*\}`) before each
+        :math:`e`'s removal is linearised at that solution. These outlying targets decide
+        the maximum over targets, and their addition moves the fit furthest from where the
+        one-step model was expanded.
     polish : bool, default=False
         ``"newton"`` and ``"influence"`` engines: carry every fit to the exact minimiser of
         the registered objective (:func:`polish_to_minimiser`) instead of requiring the
