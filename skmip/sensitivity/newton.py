@@ -7,12 +7,10 @@ import math
 import numpy as np
 from scipy import linalg
 
-from .polish import _damped
+from .polish import _CHORD_MIN_WORK, _damped
 
 #: Chord iterations before Newton's method with exact Hessians takes over (refinement).
 _CHORD_ITER = 30
-#: Below this many flops per Hessian (k D^2), Newton's method is cheaper than chord steps.
-_CHORD_MIN_WORK = 5e6
 #: Most targets refined per fit.
 _REFINE_MAX = 4
 

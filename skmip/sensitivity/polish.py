@@ -12,6 +12,8 @@ from skmip.params import get_adapter
 from ._common import _OWNER, _fit_vector
 from .losses import get_smooth_loss
 
+#: Below this many flops per Hessian (k D^2), Newton's method is cheaper than chord steps.
+_CHORD_MIN_WORK = 5e6
 #: Largest solver error, relative to the median swap distance of a fit, that the influence
 #: engines accept (they model the exact minimiser).
 _SOLVER_RTOL = 1e-2
@@ -140,25 +142,31 @@ def _factor(block):
 
 
 def _damped(gradient, theta, step, grad):
-    """``t * step`` with t in (0, 1] minimising the convex objective along the step.
+    """``t * step`` with t in (0, 1] near the minimum of the convex objective along the step.
 
-    The step is a descent direction (a positive definite matrix times the gradient); the
-    directional derivative -step' grad F(theta - t step) increases with t, so unless it has
-    overshot past half its (negative) value at t = 0 the full step is taken (always, once
-    Newton's method converges quadratically), else its root in (0, 1) is found by
-    bisection. Without it Newton's and chord steps can cycle far from the minimiser (seen on
-    outlying targets of standardized adult data).
+    The step is a descent direction (a positive definite matrix times the gradient), so the
+    directional derivative d(t) = -step' grad F(theta - t step) increases with t from
+    d(0) < 0. Unless d(1) has overshot past half of |d(0)| the full step is taken (always,
+    once Newton's method converges quadratically); else regula falsi on [0, 1] finds the
+    root of d (one step is exact for a quadratic). Without it Newton's and chord steps can
+    cycle far from the minimiser (seen on outlying targets of standardized adult data).
     """
-    if step @ gradient(theta - step) >= -0.5 * (step @ grad):
+    d0 = -(step @ grad)
+    d1 = -(step @ gradient(theta - step))
+    if d1 <= -0.5 * d0:
         return step
-    lo, hi = 0.0, 1.0
-    for _ in range(40):
-        mid = 0.5 * (lo + hi)
-        if step @ gradient(theta - mid * step) >= 0.0:
-            lo = mid
+    lo, hi, dlo, dhi = 0.0, 1.0, d0, d1
+    t = 1.0
+    for _ in range(20):
+        t = lo + (hi - lo) * dlo / (dlo - dhi) if dhi > dlo else 0.5 * (lo + hi)
+        dt = -(step @ gradient(theta - t * step))
+        if abs(dt) <= 0.1 * abs(d0):
+            break
+        if dt < 0:
+            lo, dlo = t, dt
         else:
-            hi = mid
-    return lo * step if lo > 0 else hi * step
+            hi, dhi = t, dt
+    return t * step
 
 
 class SolverFits:
@@ -225,7 +233,9 @@ class MinimiserFits(SolverFits):
             def gradient(th, F=F, P=P, r0=r0, glm=glm):
                 return F.T @ glm.dloss(F @ th, rows) + P @ th + r0
 
-            th, previous, newton = theta[index], np.inf, False
+            # Newton from the start where a Hessian is cheap; chord steps first where not.
+            th, previous = theta[index], np.inf
+            newton = F.shape[0] * F.shape[1] ** 2 <= _CHORD_MIN_WORK
             for _ in range(max_iter):
                 grad = gradient(th)
                 if newton:
