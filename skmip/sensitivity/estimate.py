@@ -198,6 +198,7 @@ def estimate_swap_deltas(
     probe, theta0 = _fit_vector(estimator, adapter, X, y, probe_rows, fit_params, n)
     _check_scale_size(whitener, theta0)
     Xd = yd = sw = None
+    pair_cost = 1
     if engine != "refit" and engine != "exact":
         Xd = X.toarray() if sparse.issparse(X) else np.asarray(X, dtype=np.float64)
         yd = None if y is None else np.asarray(y)
@@ -205,13 +206,18 @@ def estimate_swap_deltas(
         blocks = loss.blocks(probe, Xd, yd, probe_rows, sw)
         _check_layout(blocks, theta0, estimator)
         glm = all(b.glm is not None for b in blocks)
+        # Multinomial blocks (K margins per row, multinomial.py): "newton" too, with pairs
+        # costing ~K^2 times a scalar one (the all-pairs budget below counts that).
+        if len(blocks) == 1 and blocks[0].multi is not None:
+            glm, pair_cost = True, blocks[0].multi.margins.shape[1] ** 2
         if engine == "influence?":
             engine = "newton" if glm else "influence"
         elif engine == "newton" and not glm:
             raise ValueError(
-                f"{_OWNER}: engine='newton' needs a generalised-linear loss (each row's loss a "
-                f"function of one margin), which this {type(estimator).__name__} does not have "
-                "(e.g. a multinomial model). Use engine='influence' (first order) or 'refit'."
+                f"{_OWNER}: engine='newton' needs a loss whose rows each depend on one margin "
+                "(generalised-linear) or on one margin per class (multinomial), which this "
+                f"{type(estimator).__name__}'s registered loss does not declare. Use "
+                "engine='influence' (first order) or 'refit'."
             )
         del blocks
     del probe, theta0
@@ -225,7 +231,7 @@ def estimate_swap_deltas(
         return SwapDeltas(dist, k, "exact", "exhaustive")
 
     if pairs_per_target is None:
-        all_pairs = engine != "refit" and k * (n - k) <= _ALL_PAIRS_MAX
+        all_pairs = engine != "refit" and k * (n - k) * (pair_cost if engine == "newton" else 1) <= _ALL_PAIRS_MAX
         p = 1 if engine == "refit" else (k if all_pairs else min(_SAMPLED_PAIRS, k))
     elif pairs_per_target == "all":
         all_pairs, p = True, k

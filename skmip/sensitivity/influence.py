@@ -6,6 +6,7 @@ import numpy as np
 from scipy import linalg
 
 from ._common import _fit_vector
+from .multinomial import multi_margin_distances
 from .newton import _n_refine, _ops, _pair_coefficients, _refine_target
 from .polish import _check_solver_error, _factor, _polish, _solver_step
 from .rounds import _jensen_summary, _round_design
@@ -88,14 +89,23 @@ def _influence_round(estimator, adapter, loss, X, Xd, y, fit_params, sample_weig
         targets = np.flatnonzero(owner == j)
         preps = []
         step = np.zeros(theta.size)
+        multi = newton and blocks[0].multi is not None  # K margins per row: multinomial.py
         for b in blocks:
             factor = _factor(b)
             step[b.index] = _solver_step(b, factor, H)
-            preps.append((_prepare(b, factor, H, whitener, newton), _prepare(b, factor, targets, whitener, newton), b.glm))
+            if not multi:
+                preps.append((_prepare(b, factor, H, whitener, newton), _prepare(b, factor, targets, whitener, newton), b.glm))
         # Zero-scale coordinates are left out of the solver check (they carry no noise).
         step[whitener.zero] = 0.0
         solver_error = float(whitener.norms(step))
         del theta
+        if multi:  # --- hook: the target-exact engine with K margins (multinomial.py) ---
+            pos = None if all_pairs else (
+                np.stack([rng.choice(k, size=p, replace=False) for _ in targets]) if targets.size else np.empty((0, p), np.intp))
+            dist = multi_margin_distances(blocks[0], factor, H, targets, pos, whitener)
+            out[targets] = _jensen_summary(dist, out.shape[1]) if all_pairs else dist
+            _check_solver_error(solver_error, out[targets], k)
+            continue  # --- end hook ---
         # Refining the most exposed targets needs one generalised-linear block.
         refine_here = refine if (newton and len(blocks) == 1) else 0.0
         if all_pairs:

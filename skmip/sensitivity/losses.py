@@ -2,8 +2,10 @@ r"""The smooth-loss registry: the objective an estimator minimises, for the infl
 
 A :class:`SmoothLoss` turns an estimator fitted on rows :math:`H` into :class:`LossBlock`
 objects (gradients of every row, the Hessian on :math:`H`, and, for generalised-linear
-losses, :class:`GLMTerms`). Built in: scikit-learn's ``LogisticRegression`` (binary and
-multinomial), ``Ridge`` and ``LinearRegression``; :func:`register_smooth_loss` adds others.
+losses, :class:`GLMTerms`; with one margin per class, :class:`MultiMarginTerms`). Built in:
+scikit-learn's ``LogisticRegression`` (binary and multinomial), ``Ridge`` and
+``LinearRegression``, and the Tweedie family (:mod:`.glm_losses`); :func:`register_smooth_loss`
+adds others.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import NamedTuple, Protocol, runtime_checkable
 import numpy as np
 
 from ._common import _OWNER
+from .multinomial import MultiMarginTerms, softmax_terms
 
 
 class GLMTerms(NamedTuple):
@@ -67,6 +70,8 @@ class LossBlock(NamedTuple):
         fit is (numerically) the minimiser of this objective.
     glm : GLMTerms or None
         The generalised-linear form, when the loss has one (enables ``"newton"``).
+    multi : MultiMarginTerms or None
+        The form with :math:`K` margins per row (multinomial models; enables ``"newton"``).
     """
 
     index: np.ndarray
@@ -75,6 +80,7 @@ class LossBlock(NamedTuple):
     hessian: np.ndarray
     regularizer_gradient: np.ndarray
     glm: GLMTerms | None = None
+    multi: MultiMarginTerms | None = None
 
 
 @runtime_checkable
@@ -112,7 +118,8 @@ class _LogisticLoss:
     intercept unpenalised and :math:`s_i` the sample weight times the class weight
     (scikit-learn 1.9, ``_logistic_regression_path``: its solvers minimise the mean loss
     plus :math:`\|w\|^2/(2C\sum_i s_i)`, the same minimiser). ``C=inf`` drops the penalty.
-    The binary model is generalised-linear; the multinomial one is not (first order only).
+    The binary model is generalised-linear; the multinomial one has one margin per class
+    (:class:`MultiMarginTerms`).
     """
 
     def check(self, est):
@@ -209,7 +216,8 @@ class _LogisticLoss:
             index[c * da : c * da + d] = c * d + np.arange(d)
             if fit_intercept:
                 index[c * da + d] = n_coef + c
-        return [LossBlock(index, Theta.ravel(), grads, hess, np.tile(reg, K) * Theta.ravel())]
+        multi = softmax_terms(Xa, Xa @ Theta.T, T, cs)
+        return [LossBlock(index, Theta.ravel(), grads, hess, np.tile(reg, K) * Theta.ravel(), multi=multi)]
 
 
 class _LeastSquaresLoss:
@@ -351,8 +359,9 @@ def get_smooth_loss(estimator) -> SmoothLoss | None:
     -------
     SmoothLoss or None
         Built in: scikit-learn's ``LogisticRegression`` (binary: generalised-linear;
-        multinomial: first order only), ``Ridge`` and ``LinearRegression`` (exact classes,
-        not subclasses).
+        multinomial: one margin per class), ``Ridge``, ``LinearRegression``,
+        ``PoissonRegressor``, ``GammaRegressor`` and ``TweedieRegressor`` (exact classes, not
+        subclasses).
 
     Examples
     --------
@@ -365,3 +374,9 @@ def get_smooth_loss(estimator) -> SmoothLoss | None:
         if predicate(estimator):
             return factory(estimator)
     return None
+
+
+# Built-in losses kept in their own modules; imported last because they build on this one.
+from .glm_losses import BUILTIN as _GLM_BUILTIN  # noqa: E402
+
+_LOSSES.extend(_GLM_BUILTIN)
