@@ -39,8 +39,8 @@ and :math:`z` solves the :math:`K`-dimensional equation
 :math:`I + A_xW_x(z)` has eigenvalues :math:`\ge 1` (those of
 :math:`I + W_x^{1/2}A_xW_x^{1/2}`): it is invertible, the Newton direction is a descent
 direction of :math:`\|F\|^2`, and Newton's method with backtracking on :math:`\|F\|^2`
-converges to the root. Each pair costs :math:`O(K^2 D_b/K + K D)` once :math:`\mathbf{H}^{-1}`
-and the per-row :math:`\Xi_i` are known (one inverse and :math:`O(nD^2)` per fit).
+converges to the root. Each pair costs :math:`O(K D_b)` (two :math:`K \times K` products of
+its rows) once :math:`\mathbf{H}^{-1}` is known (one inverse and :math:`O(nD_b^2)` per fit).
 
 For :math:`K = 1` this is ``_pair_coefficients`` exactly; like it, the model is exact for a
 quadratic loss and its error on logistic losses is measured against refits
@@ -57,8 +57,8 @@ from scipy import linalg
 
 from ._common import _OWNER
 
-#: (e, x) pairs processed at a time (memory: a few K x D arrays per pair).
-_PAIR_CHUNK = 2048
+#: (e, x) pairs processed at a time (memory: a few K x K arrays per pair).
+_PAIR_CHUNK = 8192
 
 
 class MultiMarginTerms(NamedTuple):
@@ -169,31 +169,36 @@ def multi_margin_distances(block, factor, fit_rows, targets, e_pos, whitener):
     -------
     ndarray of shape (T, P)
         :math:`\|L^{-1}\Delta\|` for each pair; ``inf`` where a zero-scale coordinate moves.
+
+    Notes
+    -----
+    With :math:`\Omega = \mathbf{H}^{-1}\Lambda\mathbf{H}^{-1}` (:math:`\Lambda` the
+    whitening's metric), :math:`\|L^{-1}\Delta\|^2 = \alpha^\top G_{ee}\alpha
+    - 2\alpha^\top G_{ex}\mu + \mu^\top G_{xx}\mu` with :math:`G_{ij} = X_i^\top\Omega X_j`,
+    so a pair needs only :math:`K\times K` products of its two rows, like :math:`S_{ex}`.
     """
     terms = block.multi
     F = terms.features
     K, df = terms.margins.shape[1], F.shape[1]
     D = K * df
+    e_rows, targets = np.asarray(fit_rows), np.asarray(targets)
     Hinv = linalg.cho_solve(factor, np.eye(D), check_finite=False)
-    Hinv3 = Hinv.reshape(K, df, D)  # Hinv3[c, f, :] = row (c, f) of H^-1
-    # Whitened columns of H^-1 (rows of M^T, M = whitening o H^-1), as (K, df, D').
-    Mt = whitener.apply(Hinv, block.index)  # H^-1 symmetric: row j = column j
-    Mt3 = Mt.reshape(K, df, -1)
-    Rt3 = whitener.raw(Hinv, block.index).reshape(K, df, -1)
-    has_raw = Rt3.shape[2] > 0
+    Mt = whitener.apply(Hinv, block.index)  # row j: the whitened column j of H^-1
+    Omega = Mt @ Mt.T
+    Rt = whitener.raw(Hinv, block.index)
+    has_raw = Rt.shape[1] > 0
 
     def per_row(rows):
         x = F[rows]
-        # Xi_i[c] = H^-1 (e_c (x) x_i); U_i[c] its whitened value.
-        Xi = np.einsum("cfd,if->icd", Hinv3, x, optimize=True)
-        U = np.einsum("cfd,if->icd", Mt3, x, optimize=True)
-        R = np.einsum("cfd,if->icd", Rt3, x, optimize=True) if has_raw else None
-        # S_ii[a, b] = x_i' H^-1[a, b] x_i = Xi_i[b] restricted to class a, dotted with x_i.
-        S = np.einsum("ibaf,if->iab", Xi.reshape(len(rows), K, K, df), x, optimize=True)
-        return Xi, U, R, 0.5 * (S + S.transpose(0, 2, 1))
+        # Row i's (K_b, K_a, df) blocks of H^-1 X_i and Omega X_i; contracting with x_j on
+        # f gives the (a, b) entries of X_j' H^-1 X_i and X_j' Omega X_i.
+        Xi = np.einsum("bgaf,ig->ibaf", Hinv.reshape(K, df, K, df), x, optimize=True)
+        Psi = np.einsum("bgaf,ig->ibaf", Omega.reshape(K, df, K, df), x, optimize=True)
+        S = np.einsum("ibaf,if->iab", Xi, x, optimize=True)
+        G = np.einsum("ibaf,if->iab", Psi, x, optimize=True)
+        return Xi, Psi, 0.5 * (S + S.transpose(0, 2, 1)), 0.5 * (G + G.transpose(0, 2, 1))
 
-    e_rows = np.asarray(fit_rows)
-    _, Ue, Re, See = per_row(e_rows)  # Xi_e is not needed beyond S_ee
+    _, _, See, Gee = per_row(e_rows)
     We = terms.d2loss(terms.margins[e_rows], e_rows)
     re = terms.dloss(terms.margins[e_rows], e_rows)
     eye = np.eye(K)
@@ -201,30 +206,40 @@ def multi_margin_distances(block, factor, fit_rows, targets, e_pos, whitener):
     # Hessian of F_H - l_e), so I - S_ee W_e is invertible.
     Ce = np.linalg.solve((eye - See @ We).transpose(0, 2, 1), We.transpose(0, 2, 1)).transpose(0, 2, 1)
     rho = re + np.einsum("pab,pbc,pc->pa", Ce, See, re)
+    if has_raw:  # values on zero-scale coordinates: R_i[c] = raw part of H^-1 (e_c (x) x_i)
+        Rt3 = Rt.reshape(K, df, -1)
 
-    Xx, Ux, Rx, Sxx = per_row(np.asarray(targets))
-    z0x = terms.margins[targets]
-    T = len(targets)
-    P = len(e_rows) if e_pos is None else e_pos.shape[1]
+        def raw(rows):
+            return np.einsum("cfd,if->icd", Rt3, F[rows], optimize=True)
+
+    T = targets.size
+    P = e_rows.size if e_pos is None else e_pos.shape[1]
     out = np.empty((T, P))
-    ti_all, ej_all = np.divmod(np.arange(T * P), P)
-    e_all = ej_all if e_pos is None else e_pos[ti_all, ej_all]
-    Xx4 = Xx.reshape(T, K, K, df)
-    for start in range(0, T * P, _PAIR_CHUNK):
-        sl = slice(start, min(start + _PAIR_CHUNK, T * P))
-        ti, ei = ti_all[sl], e_all[sl]
-        xe = F[e_rows[ei]]
-        Sex = np.einsum("pbaf,pf->pab", Xx4[ti], xe, optimize=True)  # x_e' H^-1[a, b] x_x
+    width = max(1, _PAIR_CHUNK // P)
+    for start in range(0, T, width):
+        tc = targets[start : start + width]
+        Xix, Psix, Sxx, Gxx = per_row(tc)
+        pos = np.broadcast_to(np.arange(P), (tc.size, P)) if e_pos is None else e_pos[start : start + width]
+        xe = F[e_rows[pos]]  # (t, P, df)
+        # S_ex[a, b] = x_e' H^-1[a, b] x_x and G_ex likewise: one batched product per target.
+        both = np.concatenate([Xix, Psix], axis=1).reshape(tc.size, 2 * K * K, df)
+        prod = (xe @ both.transpose(0, 2, 1)).reshape(tc.size, P, 2, K, K)
+        Sex = prod[:, :, 0].transpose(0, 1, 3, 2).reshape(-1, K, K)  # (pairs, a, b)
+        Gex = prod[:, :, 1].transpose(0, 1, 3, 2).reshape(-1, K, K)
+        ei = pos.reshape(-1)
+        xr = np.repeat(tc, P)
+        ti = np.repeat(np.arange(tc.size), P)
         CS = Ce[ei] @ Sex
         Ax = Sxx[ti] + Sex.transpose(0, 2, 1) @ CS
-        b = z0x[ti] + np.einsum("pab,pa->pb", Sex, rho[ei])
-        z = _solve_margins(Ax, b, terms, np.asarray(targets)[ti])
-        mu = terms.dloss(z, np.asarray(targets)[ti])
+        b = terms.margins[xr] + np.einsum("pab,pa->pb", Sex, rho[ei])
+        mu = terms.dloss(_solve_margins(Ax, b, terms, xr), xr)
         alpha = rho[ei] - np.einsum("pab,pb->pa", CS, mu)
-        delta = np.einsum("pkd,pk->pd", Ue[ei], alpha) - np.einsum("pkd,pk->pd", Ux[ti], mu)
-        dist = np.linalg.norm(delta, axis=1)
+        sq = (np.einsum("pa,pab,pb->p", alpha, Gee[ei], alpha)
+              - 2.0 * np.einsum("pa,pab,pb->p", alpha, Gex, mu)
+              + np.einsum("pa,pab,pb->p", mu, Gxx[ti], mu))
+        dist = np.sqrt(np.maximum(sq, 0.0))
         if has_raw:
-            raw = np.einsum("pkd,pk->pd", Re[ei], alpha) - np.einsum("pkd,pk->pd", Rx[ti], mu)
-            dist = np.where((raw != 0).any(axis=1), np.inf, dist)
-        out.reshape(-1)[sl] = dist
+            moved = np.einsum("pkd,pk->pd", raw(e_rows[ei]), alpha) - np.einsum("pkd,pk->pd", raw(xr), mu)
+            dist = np.where((moved != 0).any(axis=1), np.inf, dist)
+        out[start : start + tc.size] = dist.reshape(tc.size, P)
     return out
