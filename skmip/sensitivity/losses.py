@@ -4,8 +4,8 @@ A :class:`SmoothLoss` turns an estimator fitted on rows :math:`H` into :class:`L
 objects (gradients of every row, the Hessian on :math:`H`, and, for generalised-linear
 losses, :class:`GLMTerms`; with one margin per class, :class:`MultiMarginTerms`). Built in:
 scikit-learn's ``LogisticRegression`` (binary and multinomial), ``Ridge`` and
-``LinearRegression``, and the Tweedie family (:mod:`.glm_losses`); :func:`register_smooth_loss`
-adds others.
+``LinearRegression``, the Tweedie family (:mod:`.glm_losses`) and ``LinearSVC`` with the
+squared hinge (:mod:`.svm_losses`); :func:`register_smooth_loss` adds others.
 """
 
 from __future__ import annotations
@@ -360,8 +360,8 @@ def get_smooth_loss(estimator) -> SmoothLoss | None:
     SmoothLoss or None
         Built in: scikit-learn's ``LogisticRegression`` (binary: generalised-linear;
         multinomial: one margin per class), ``Ridge``, ``LinearRegression``,
-        ``PoissonRegressor``, ``GammaRegressor`` and ``TweedieRegressor`` (exact classes, not
-        subclasses).
+        ``PoissonRegressor``, ``GammaRegressor``, ``TweedieRegressor`` and ``LinearSVC``
+        (squared hinge) (exact classes, not subclasses).
 
     Examples
     --------
@@ -378,5 +378,6 @@ def get_smooth_loss(estimator) -> SmoothLoss | None:
 
 # Built-in losses kept in their own modules; imported last because they build on this one.
 from .glm_losses import BUILTIN as _GLM_BUILTIN  # noqa: E402
+from .svm_losses import BUILTIN as _SVM_BUILTIN  # noqa: E402
 
-_LOSSES.extend(_GLM_BUILTIN)
+_LOSSES.extend(_GLM_BUILTIN + _SVM_BUILTIN)
