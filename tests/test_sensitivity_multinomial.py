@@ -8,7 +8,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
 from skmip.sensitivity import estimate_swap_deltas, get_smooth_loss
-from skmip.sensitivity.multinomial import multi_margin_distances
+from skmip.sensitivity.multinomial import _multi_margin_distances
 from skmip.sensitivity.polish import _factor
 from skmip.sensitivity.whitening import _Whitener
 
@@ -65,7 +65,7 @@ def test_distances_are_the_exact_minimiser_of_the_target_exact_model(load, C, fi
         scale = 0.1 * (np.eye(D) + 0.1 * np.tril(rng.normal(size=(D, D)), -1))
         whiten = lambda v: np.linalg.solve(scale, v)  # noqa: E731
     e_pos = rng.integers(0, H.size, size=(targets.size, 3))
-    got = multi_margin_distances(block, _factor(block), H, targets, e_pos, _Whitener(scale))
+    got = _multi_margin_distances(block, _factor(block), H, targets, e_pos, _Whitener(scale))
     onehot = (y[:, None] == est.classes_[None, :]).astype(float)
     for t, x in enumerate(targets):
         for j, pos in enumerate(e_pos[t]):
@@ -84,9 +84,9 @@ def test_all_pairs_and_sampled_pairs_agree():
     est = LogisticRegression(C=1.0, solver="newton-cholesky", tol=1e-12).fit(X[H], y[H])
     (block,) = get_smooth_loss(est).blocks(est, X, y, H, None)
     whitener = _Whitener(np.full(block.theta.size, 0.1))
-    every = multi_margin_distances(block, _factor(block), H, targets, None, whitener)
+    every = _multi_margin_distances(block, _factor(block), H, targets, None, whitener)
     pos = np.tile(np.arange(H.size), (targets.size, 1))
-    np.testing.assert_allclose(every, multi_margin_distances(block, _factor(block), H, targets, pos, whitener))
+    np.testing.assert_allclose(every, _multi_margin_distances(block, _factor(block), H, targets, pos, whitener))
 
 
 def test_default_pairs_are_sampled_when_k_squared_all_pairs_are_too_many():

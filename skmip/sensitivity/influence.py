@@ -6,7 +6,7 @@ import numpy as np
 from scipy import linalg
 
 from ._common import _fit_vector
-from .multinomial import multi_margin_distances
+from .multinomial import _multi_margin_distances
 from .newton import _n_refine, _ops, _pair_coefficients, _refine_target
 from .polish import _check_solver_error, _factor, _polish, _solver_step
 from .rounds import _jensen_summary, _round_design
@@ -102,7 +102,7 @@ def _influence_round(estimator, adapter, loss, X, Xd, y, fit_params, sample_weig
         if multi:  # --- hook: the target-exact engine with K margins (multinomial.py) ---
             pos = None if all_pairs else (
                 np.stack([rng.choice(k, size=p, replace=False) for _ in targets]) if targets.size else np.empty((0, p), np.intp))
-            dist = multi_margin_distances(blocks[0], factor, H, targets, pos, whitener)
+            dist = _multi_margin_distances(blocks[0], factor, H, targets, pos, whitener)
             out[targets] = _jensen_summary(dist, out.shape[1]) if all_pairs else dist
             _check_solver_error(solver_error, out[targets], k)
             continue  # --- end hook ---

@@ -17,7 +17,7 @@ from typing import NamedTuple, Protocol, runtime_checkable
 import numpy as np
 
 from ._common import _OWNER
-from .multinomial import MultiMarginTerms, softmax_terms
+from .multinomial import MultiMarginTerms, _softmax_terms
 
 
 class GLMTerms(NamedTuple):
@@ -216,7 +216,7 @@ class _LogisticLoss:
             index[c * da : c * da + d] = c * d + np.arange(d)
             if fit_intercept:
                 index[c * da + d] = n_coef + c
-        multi = softmax_terms(Xa, Xa @ Theta.T, T, cs)
+        multi = _softmax_terms(Xa, Xa @ Theta.T, T, cs)
         return [LossBlock(index, Theta.ravel(), grads, hess, np.tile(reg, K) * Theta.ravel(), multi=multi)]
 
 
@@ -319,7 +319,8 @@ def register_smooth_loss(predicate, factory) -> Callable:
     objective: the Newton step :math:`\mathbf{H}^{-1}\nabla F_H(\hat\theta_H)`, whitened,
     must be below 1% of half the median swap distance, which catches a wrong scaling and a
     solver stopped early; the blocks' ``index`` and ``theta`` are checked against the
-    parameter adapter. Blocks with :class:`GLMTerms` enable the ``"newton"`` engine, the
+    parameter adapter. Blocks with :class:`GLMTerms` (one margin per row) or a single block
+    with :class:`MultiMarginTerms` (one margin per class) enable the ``"newton"`` engine, the
     others get the first-order ``"influence"`` engine. Registered entries take precedence
     over the built-in ones.
 

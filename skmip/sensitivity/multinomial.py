@@ -87,7 +87,7 @@ class MultiMarginTerms(NamedTuple):
     d2loss: Callable
 
 
-def softmax_terms(features, margins, onehot, weights):
+def _softmax_terms(features, margins, onehot, weights):
     r""":class:`MultiMarginTerms` of the weighted softmax cross-entropy
     :math:`c_i(\log\sum_a e^{z_a} - t_i^\top z)` (``onehot`` :math:`t_i`, ``weights`` :math:`c_i`)."""
 
@@ -145,7 +145,7 @@ def _solve_margins(Ax, b, terms, rows, max_iter=100):
     return z
 
 
-def multi_margin_distances(block, factor, fit_rows, targets, e_pos, whitener):
+def _multi_margin_distances(block, factor, fit_rows, targets, e_pos, whitener):
     r"""Whitened swap distances of the target-exact model (module docstring), for one fit.
 
     Parameters
