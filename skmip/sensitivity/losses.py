@@ -106,6 +106,15 @@ def _weights(n, sample_weight):
     return np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
 
 
+def _check_fixed_class_weight(est):
+    if isinstance(est.class_weight, str):
+        raise ValueError(
+            f"{_OWNER}: class_weight={est.class_weight!r} makes the weights depend on the "
+            "class counts of each subset, which a swap changes; pass a dict of class "
+            "weights or use engine='refit'."
+        )
+
+
 def _expit(u):
     return 0.5 * (1.0 + np.tanh(0.5 * u))  # overflow-free logistic function
 
@@ -138,12 +147,7 @@ class _LogisticLoss:
                 f"penalty={penalty!r}) is not smooth; the influence engines need l1_ratio=0. "
                 "Use engine='refit'."
             )
-        if isinstance(est.class_weight, str):
-            raise ValueError(
-                f"{_OWNER}: class_weight={est.class_weight!r} makes the weights depend on the "
-                "class counts of each subset, which a swap changes; pass a dict of class "
-                "weights or use engine='refit'."
-            )
+        _check_fixed_class_weight(est)
 
     def blocks(self, est, X, y, fit_rows, sample_weight):
         classes = est.classes_

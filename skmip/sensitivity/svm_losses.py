@@ -48,7 +48,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import _OWNER
-from .losses import GLMTerms, LossBlock, _augment, _weights
+from .losses import GLMTerms, LossBlock, _augment, _check_fixed_class_weight, _weights
 
 
 class _SquaredHingeLoss:
@@ -67,12 +67,7 @@ class _SquaredHingeLoss:
                 "objective the influence engines do not model; use multi_class='ovr' or "
                 "engine='refit'."
             )
-        if isinstance(est.class_weight, str):
-            raise ValueError(
-                f"{_OWNER}: class_weight={est.class_weight!r} makes the weights depend on the "
-                "class counts of each subset, which a swap changes; pass a dict of class "
-                "weights or use engine='refit'."
-            )
+        _check_fixed_class_weight(est)
 
     def blocks(self, est, X, y, fit_rows, sample_weight):
         n, d = X.shape
