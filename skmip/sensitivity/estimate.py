@@ -86,11 +86,13 @@ def estimate_swap_deltas(
         Values of :math:`e` per target and round: an integer draws that many uniformly in
         :math:`D_{out}` without replacement; ``"all"`` uses every :math:`e` (summarised as in
         the module docstring). ``None``: 1 for ``"refit"``; ``"all"`` for the influence
-        engines unless a round has more than :math:`2^{22}` pairs, then 16.
+        engines unless a round has more than :math:`2^{22}` pairs (a pair of the
+        multinomial ``"newton"`` engine counting :math:`K^2`), then 16.
     summary_size : int, default=4
         Sorted-block means kept per target and round with ``pairs_per_target="all"``.
     refine : float, default=0.05
-        ``"newton"`` engine, one-block models: the fraction of each fit's targets with the
+        ``"newton"`` engine, one-block generalised-linear models (not the multinomial
+        one): the fraction of each fit's targets with the
         largest distances whose own addition is solved to convergence (Newton's method on
         the objective of :math:`H + \{x^*\}`) before each :math:`e`'s removal is linearised
         at that solution. These outlying targets decide the maximum over targets, and their
