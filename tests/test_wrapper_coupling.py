@@ -120,28 +120,30 @@ def test_bad_coupling_parameters(small):
 
 
 def test_a_few_outlying_records_deciding_the_noise_are_named(small):
-    """Standardized digits: pixels that are almost always 0 make a few rows' swaps set the
-    noise; the wrapper says so and names the fix. Scaled to [0, 1], or on breast cancer, quiet."""
+    """One record with unbounded features (30 where the others are in [0, 1]) moves the fit
+    far more than any other when swapped in: it sets the noise, and the wrapper says so and
+    names the fix. With every feature in [0, 1], quiet. (Standardized 400-row digits used to
+    be the example, 3.9x with the first-order engine; the target-exact multinomial engine
+    finds 1.2x there: the first-order engine overstated those records.)"""
     import warnings
-
-    from sklearn.datasets import load_digits
-    from sklearn.preprocessing import MinMaxScaler
 
     from skmip.wrappers._noise import OUTLIER_RATIO, outlying_records
 
-    X, y = load_digits(return_X_y=True)
-    rows = np.random.default_rng(0).choice(len(X), 400, replace=False)
-    X, y = X[rows], y[rows]
-    model = LogisticRegression(C=0.1, tol=1e-8, max_iter=2000)
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0.0, 1.0, size=(300, 2))
+    y = X @ [1.0, -1.0] + 0.1 * rng.normal(size=300)
+    loud_X = X.copy()
+    loud_X[0] = [30.0, 0.0]
+    model = Ridge(alpha=1.0)
     kw = dict(eta=0.45, random_state=0, n_splits=32, n_rounds=30)
     with pytest.warns(UserWarning, match=r"set by \d+ record\(s\).*MinMaxScaler"):
-        loud = MIPNoiseWrapper(model, **kw).fit(StandardScaler().fit_transform(X), y)
+        loud = MIPNoiseWrapper(model, **kw).fit(loud_X, y)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        quiet = MIPNoiseWrapper(model, **kw).fit(MinMaxScaler().fit_transform(X), y)
+        quiet = MIPNoiseWrapper(model, **kw).fit(X, y)
         MIPNoiseWrapper(Ridge(), **kw).fit(*small)
     assert not [w for w in caught if "record(s) of D" in str(w.message)]
-    assert loud.noise_scale_point_ > 3 * quiet.noise_scale_point_  # what the advice buys
+    assert loud.noise_scale_point_ > 2 * quiet.noise_scale_point_  # what the advice buys (2.95x here)
     # The rule itself: a mean above OUTLIER_RATIO times the 99th percentile, 100 records or more.
     d = np.ones((200, 3, 1))
     assert outlying_records(d) is None and outlying_records(d[:99]) is None

@@ -30,7 +30,10 @@ costs :math:`r` fits (2 when :math:`k = n/2`).
     Generalised-linear losses (each row's loss a function of one margin
     :math:`\tilde x_i^\top\theta`: binary :class:`~sklearn.linear_model.LogisticRegression`,
     :class:`~sklearn.linear_model.Ridge`, :class:`~sklearn.linear_model.LinearRegression`,
-    one block per output). Everything but the target is expanded to second order at
+    one block per output; ``PoissonRegressor``, ``GammaRegressor``, ``TweedieRegressor``;
+    ``LinearSVC`` with the squared hinge, one block per class) and losses of one margin per
+    class (multinomial ``LogisticRegression``: :mod:`.multinomial`, a :math:`K`-dimensional
+    equation per pair and a rank-:math:`K` removal of :math:`e`). Everything but the target is expanded to second order at
     :math:`\mathcal{A}(H)`, with :math:`e`'s gradient and curvature removed exactly; the
     target's loss is kept exact, which leaves one scalar equation per pair (see
     ``_pair_coefficients``). Exact for least squares; for logistic regression it is what
@@ -47,8 +50,8 @@ costs :math:`r` fits (2 when :math:`k = n/2`).
 ``"influence"``
     The first-order influence function :math:`\mathcal{A}(H - e + x^*) - \mathcal{A}(H)
     \approx \mathbf{H}^{-1}(\nabla\ell_e - \nabla\ell_{x^*})` with the regularised Hessian of
-    the objective on :math:`H` (for any registered smooth loss, e.g. multinomial logistic
-    regression).
+    the objective on :math:`H` (for any registered smooth loss; ``"auto"`` uses it only for
+    losses that declare neither form).
 ``"exact"``
     For tiny problems (:math:`\binom{n}{k} \le 20\,000`): fits every :math:`k`-subset and
     lists every :math:`(D_{out}, e)` pair; the means over the result are the exact
@@ -77,6 +80,7 @@ from .estimate import estimate_swap_deltas
 from .losses import (
     GLMTerms,
     LossBlock,
+    MultiMarginTerms,
     SmoothLoss,
     get_smooth_loss,
     register_smooth_loss,
@@ -91,6 +95,7 @@ __all__ = [
     "estimate_noise_factor",
     "LossBlock",
     "GLMTerms",
+    "MultiMarginTerms",
     "SmoothLoss",
     "register_smooth_loss",
     "get_smooth_loss",

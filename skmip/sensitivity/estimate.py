@@ -96,8 +96,8 @@ def estimate_swap_deltas(
         bound by Jensen, module docstring). Lowered further, down to 1 (the mean), so that
         the whole array stays within 1 GiB.
     refine : float, default=0.05
-        ``"newton"`` engine, one-block models: the fraction of each fit's targets with the
-        largest distances (at most 4 a fit) whose own addition is solved to convergence
+        ``"newton"`` engine, one-block models with one margin per row (not the multinomial
+        one): the fraction of each fit's targets with the largest distances (at most 4 a fit) whose own addition is solved to convergence
         (damped Newton or chord steps on the objective of :math:`H + \{x^*\}`) before each
         :math:`e`'s removal is linearised at that solution. These outlying targets decide
         the maximum over targets, and their addition moves the fit furthest from where the
@@ -214,13 +214,17 @@ def estimate_swap_deltas(
         blocks = loss.blocks(probe, Xd, yd, probe_rows, sw)
         _check_layout(blocks, theta0, estimator)
         glm = all(b.glm is not None for b in blocks)
+        # Multinomial blocks (K margins per row, multinomial.py): "newton" too.
+        if len(blocks) == 1 and blocks[0].multi is not None:
+            glm = True
         if engine == "influence?":
             engine = "newton" if glm else "influence"
         elif engine == "newton" and not glm:
             raise ValueError(
-                f"{_OWNER}: engine='newton' needs a generalised-linear loss (each row's loss a "
-                f"function of one margin), which this {type(estimator).__name__} does not have "
-                "(e.g. a multinomial model). Use engine='influence' (first order) or 'refit'."
+                f"{_OWNER}: engine='newton' needs a loss whose rows each depend on one margin "
+                "(generalised-linear) or on one margin per class (multinomial), which this "
+                f"{type(estimator).__name__}'s registered loss does not declare. Use "
+                "engine='influence' (first order) or 'refit'."
             )
         del blocks
 

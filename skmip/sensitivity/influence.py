@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
+from .multinomial import _multi_margin_distances
 from .newton import (
     _n_refine,
     _ops,
@@ -104,15 +105,24 @@ def _influence_round(fitter, loss, Xd, y, sample_weight, n, k, seed, p, whitener
         targets = np.flatnonzero(owner == j)
         preps, factors = [], []
         step = np.zeros(theta.size)
+        multi = newton and blocks[0].multi is not None  # K margins per row: multinomial.py
         for b in blocks:
             factor = _factor(b)
             factors.append(factor)
             step[b.index] = _solver_step(b, factor, H)
-            preps.append((_prepare(b, factor, H, whitener, newton), _prepare(b, factor, targets, whitener, newton), b.glm))
+            if not multi:
+                preps.append((_prepare(b, factor, H, whitener, newton), _prepare(b, factor, targets, whitener, newton), b.glm))
         # Zero-scale coordinates are left out of the solver check (they carry no noise).
         step[whitener.zero] = 0.0
         solver_error = float(whitener.norms(step))
         del theta
+        if multi:  # --- hook: the target-exact engine with K margins (multinomial.py) ---
+            # The same draws of e as the one-margin engines: p positions in H per target.
+            pos = None if all_pairs else rng.integers(0, k, size=(targets.size, p))
+            dist = _multi_margin_distances(blocks[0], factor, H, targets, pos, whitener)
+            out[targets] = _jensen_summary(dist, n_keep)
+            _check_solver_error(solver_error, out[targets], k)
+            continue  # --- end hook ---
         # Refining the most exposed targets needs one generalised-linear block.
         n_refine = _n_refine(refine if (newton and len(blocks) == 1) else 0.0, targets.size)
         P = _regulariser_hessian(blocks[0], H) if n_refine else None

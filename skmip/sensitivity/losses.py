@@ -2,8 +2,10 @@ r"""The smooth-loss registry: the objective an estimator minimises, for the infl
 
 A :class:`SmoothLoss` turns an estimator fitted on rows :math:`H` into :class:`LossBlock`
 objects (gradients of every row, the Hessian on :math:`H`, and, for generalised-linear
-losses, :class:`GLMTerms`). Built in: scikit-learn's ``LogisticRegression`` (binary and
-multinomial), ``Ridge`` and ``LinearRegression``; :func:`register_smooth_loss` adds others.
+losses, :class:`GLMTerms`; with one margin per class, :class:`MultiMarginTerms`). Built in:
+scikit-learn's ``LogisticRegression`` (binary and multinomial), ``Ridge`` and
+``LinearRegression``, the Tweedie family (:mod:`.glm_losses`) and ``LinearSVC`` with the
+squared hinge (:mod:`.svm_losses`); :func:`register_smooth_loss` adds others.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import NamedTuple, Protocol, runtime_checkable
 import numpy as np
 
 from ._common import _OWNER
+from .multinomial import MultiMarginTerms, _softmax_terms
 
 
 class GLMTerms(NamedTuple):
@@ -67,6 +70,8 @@ class LossBlock(NamedTuple):
         fit is (numerically) the minimiser of this objective.
     glm : GLMTerms or None
         The generalised-linear form, when the loss has one (enables ``"newton"``).
+    multi : MultiMarginTerms or None
+        The form with :math:`K` margins per row (multinomial models; enables ``"newton"``).
     """
 
     index: np.ndarray
@@ -75,6 +80,7 @@ class LossBlock(NamedTuple):
     hessian: np.ndarray
     regularizer_gradient: np.ndarray
     glm: GLMTerms | None = None
+    multi: MultiMarginTerms | None = None
 
 
 @runtime_checkable
@@ -100,6 +106,15 @@ def _weights(n, sample_weight):
     return np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
 
 
+def _check_fixed_class_weight(est):
+    if isinstance(est.class_weight, str):
+        raise ValueError(
+            f"{_OWNER}: class_weight={est.class_weight!r} makes the weights depend on the "
+            "class counts of each subset, which a swap changes; pass a dict of class "
+            "weights or use engine='refit'."
+        )
+
+
 def _expit(u):
     return 0.5 * (1.0 + np.tanh(0.5 * u))  # overflow-free logistic function
 
@@ -112,7 +127,8 @@ class _LogisticLoss:
     intercept unpenalised and :math:`s_i` the sample weight times the class weight
     (scikit-learn 1.9, ``_logistic_regression_path``: its solvers minimise the mean loss
     plus :math:`\|w\|^2/(2C\sum_i s_i)`, the same minimiser). ``C=inf`` drops the penalty.
-    The binary model is generalised-linear; the multinomial one is not (first order only).
+    The binary model is generalised-linear; the multinomial one has one margin per class
+    (:class:`MultiMarginTerms`).
     """
 
     def check(self, est):
@@ -131,12 +147,7 @@ class _LogisticLoss:
                 f"penalty={penalty!r}) is not smooth; the influence engines need l1_ratio=0. "
                 "Use engine='refit'."
             )
-        if isinstance(est.class_weight, str):
-            raise ValueError(
-                f"{_OWNER}: class_weight={est.class_weight!r} makes the weights depend on the "
-                "class counts of each subset, which a swap changes; pass a dict of class "
-                "weights or use engine='refit'."
-            )
+        _check_fixed_class_weight(est)
 
     def blocks(self, est, X, y, fit_rows, sample_weight):
         classes = est.classes_
@@ -209,7 +220,8 @@ class _LogisticLoss:
             index[c * da : c * da + d] = c * d + np.arange(d)
             if fit_intercept:
                 index[c * da + d] = n_coef + c
-        return [LossBlock(index, Theta.ravel(), grads, hess, np.tile(reg, K) * Theta.ravel())]
+        multi = _softmax_terms(Xa, Xa @ Theta.T, T, cs)
+        return [LossBlock(index, Theta.ravel(), grads, hess, np.tile(reg, K) * Theta.ravel(), multi=multi)]
 
 
 class _LeastSquaresLoss:
@@ -311,7 +323,8 @@ def register_smooth_loss(predicate, factory) -> Callable:
     objective: the Newton step :math:`\mathbf{H}^{-1}\nabla F_H(\hat\theta_H)`, whitened,
     must be below 1% of half the median swap distance, which catches a wrong scaling and a
     solver stopped early; the blocks' ``index`` and ``theta`` are checked against the
-    parameter adapter. Blocks with :class:`GLMTerms` enable the ``"newton"`` engine, the
+    parameter adapter. Blocks with :class:`GLMTerms` (one margin per row) or a single block
+    with :class:`MultiMarginTerms` (one margin per class) enable the ``"newton"`` engine, the
     others get the first-order ``"influence"`` engine. Registered entries take precedence
     over the built-in ones.
 
@@ -351,8 +364,9 @@ def get_smooth_loss(estimator) -> SmoothLoss | None:
     -------
     SmoothLoss or None
         Built in: scikit-learn's ``LogisticRegression`` (binary: generalised-linear;
-        multinomial: first order only), ``Ridge`` and ``LinearRegression`` (exact classes,
-        not subclasses).
+        multinomial: one margin per class), ``Ridge``, ``LinearRegression``,
+        ``PoissonRegressor``, ``GammaRegressor``, ``TweedieRegressor`` and ``LinearSVC``
+        (squared hinge) (exact classes, not subclasses).
 
     Examples
     --------
@@ -365,3 +379,10 @@ def get_smooth_loss(estimator) -> SmoothLoss | None:
         if predicate(estimator):
             return factory(estimator)
     return None
+
+
+# Built-in losses kept in their own modules; imported last because they build on this one.
+from .glm_losses import BUILTIN as _GLM_BUILTIN  # noqa: E402
+from .svm_losses import BUILTIN as _SVM_BUILTIN  # noqa: E402
+
+_LOSSES.extend(_GLM_BUILTIN + _SVM_BUILTIN)

@@ -67,8 +67,9 @@ class MIPNoiseWrapper(MetaEstimatorMixin, BaseEstimator):
     coupling bound on how far swapping one record moves the fit; valid in every dimension,
     with a confidence statement, and hundreds of times less noise) and ``"moments"`` (Izzo
     et al.'s Corollary 10). ``"auto"`` uses the coupling calibration wherever skmip computes
-    swap distances without refitting (logistic regression, ridge, least squares) and the
-    moments calibration for every other estimator.
+    swap distances without refitting (a registered smooth loss: logistic regression, ridge,
+    least squares, Poisson/Gamma/Tweedie GLMs, squared-hinge ``LinearSVC``) and the moments
+    calibration for every other estimator.
 
     Parameters
     ----------
