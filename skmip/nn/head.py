@@ -251,63 +251,50 @@ class PrivateHeadClassifier(ClassifierMixin, BaseEstimator):
         self.n_iter_ = head.n_iter_
         return self
 
+    def _phi(self, X):
+        """Validated rows of X through the fitted backbone: the head's input."""
+        check_is_fitted(self)
+        return self._features(validate_data(self, X, dtype=np.float64, reset=False))
+
     def decision_function(self, X: ArrayLike) -> np.ndarray:
-        """Logits of the head on the backbone's features.
+        """Logits of the head on the backbone's features, shape (n_samples,) or (n_samples, n_classes).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,) or (n_samples, n_classes)
         """
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        return self.head_.decision_function(self._features(X))
+        phi = self._phi(X)  # raises NotFittedError first
+        return self.head_.decision_function(phi)
 
     def predict_proba(self, X: ArrayLike) -> np.ndarray:
-        """Class probabilities of the head on the backbone's features.
+        """Class probabilities, shape (n_samples, n_classes).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_classes)
         """
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        return self.head_.predict_proba(self._features(X))
+        phi = self._phi(X)  # raises NotFittedError first
+        return self.head_.predict_proba(phi)
 
     def predict_log_proba(self, X: ArrayLike) -> np.ndarray:
-        """Log class probabilities.
+        """Log class probabilities, shape (n_samples, n_classes).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_classes)
         """
-        return np.log(self.predict_proba(X))
+        phi = self._phi(X)  # raises NotFittedError first
+        return self.head_.predict_log_proba(phi)
 
     def predict(self, X: ArrayLike) -> np.ndarray:
-        """Most probable class.
+        """Most probable class, shape (n_samples,).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
         """
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        return self.head_.predict(self._features(X))
+        phi = self._phi(X)  # raises NotFittedError first
+        return self.head_.predict(phi)
 
 
 class _HeadAdapter:
