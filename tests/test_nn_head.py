@@ -130,14 +130,16 @@ def test_registered_loss_and_adapter_read_the_head_only(digits):
     np.testing.assert_allclose(adapter.get_vector(clf), adapter.get_vector(tight), rtol=1e-7, atol=1e-9)
 
 
-@pytest.mark.parametrize("engine", ["newton", "refit"])
-def test_swap_distances_are_those_of_logistic_regression_on_the_features(digits, engine):
+@pytest.mark.parametrize("engine, weighted", [("newton", False), ("refit", False), ("newton", True)])
+def test_swap_distances_are_those_of_logistic_regression_on_the_features(digits, engine, weighted):
     # The head is a GLM on fixed features: its swap distances must be exactly those of
     # LogisticRegression fitted on phi(X), pair for pair (same seeds draw the same pairs).
     X, y = digits[0][:60], digits[1][:60] % 2
     bb = _backbone(X.shape[1])
     w = np.full(7, 0.05)
     kw = dict(scale=w, n_rounds=2, pairs_per_target=2, random_state=3, engine=engine)
+    if weighted:
+        kw["fit_params"] = {"sample_weight": np.random.default_rng(1).uniform(0.5, 2.0, size=len(X))}
     head = estimate_swap_deltas(PrivateHeadClassifier(bb, C=1.0), X, y, **kw)
     ref = estimate_swap_deltas(LogisticRegression(C=1.0, solver="newton-cholesky", tol=1e-10),
                                _phi(bb, X), y, **kw)

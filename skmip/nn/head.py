@@ -29,7 +29,7 @@ from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from skmip._validation import check_int, check_interval
 from skmip.params import get_adapter, register_adapter
@@ -228,8 +228,6 @@ class PrivateHeadClassifier(ClassifierMixin, BaseEstimator):
         self._validate_hyperparameters()
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
-        if sample_weight is not None:
-            sample_weight = _check_sample_weight(sample_weight, X)
         backbone = copy.deepcopy(self.backbone)
         before = _state(self.backbone)
         backbone.eval()
@@ -240,9 +238,10 @@ class PrivateHeadClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(
                 f"{_OWNER}: the backbone's tensors {changed[:5]} changed while computing the "
                 "features, so they would depend on the private rows. The backbone must be "
-                "frozen: a module whose forward updates its own parameters or buffers (even in "
-                "eval mode) cannot be used; fix its state or move that layer into the head."
+                "frozen: use a module whose forward is a pure function of its input (no updates "
+                "of its own parameters or buffers, even in eval mode)."
             )
+        # LogisticRegression validates sample_weight itself.
         head = self._head_template().fit(feats, y, sample_weight=sample_weight)
         self.backbone_ = backbone
         self.head_ = head
