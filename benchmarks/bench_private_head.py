@@ -51,6 +51,7 @@ from sklearn.model_selection import train_test_split
 from skmip import mip_noise_path
 from skmip.bounds import mip_to_dp_epsilon, mu_to_eta
 from skmip.nn import DPNeuralNetClassifier, MLPModule, NeuralNetClassifier, PrivateHeadClassifier
+from skmip.nn.seeding import seeded_torch
 
 ETAS = (0.1, 0.2)
 WIDTH = 32
@@ -65,11 +66,12 @@ class UnitNorm(torch.nn.Module):
 
 def public_backbone(X, y, last="tanh", seed=0):
     """Train Linear-ReLU-Linear-<last> + a 5-way output on the public digits; return the body."""
-    torch.manual_seed(seed)  # only the module's construction; the net's fit is seeded itself
     act = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh, "unit": lambda: torch.nn.Sequential(torch.nn.ReLU(), UnitNorm())}[last]
-    body = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, WIDTH), act())
+    with seeded_torch(seed):  # the module's initial weights; the net's fit is seeded itself
+        body = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, WIDTH), act())
+        module = torch.nn.Sequential(body, torch.nn.Linear(WIDTH, 5))
     net = NeuralNetClassifier(
-        torch.nn.Sequential(body, torch.nn.Linear(WIDTH, 5)), optimizer=torch.optim.Adam, lr=3e-3,
+        module, optimizer=torch.optim.Adam, lr=3e-3,
         max_epochs=40, batch_size=64, iterator_train__shuffle=True, random_state=seed, verbose=0,
     ).fit(X.astype(np.float32), y.astype(np.int64))
     return net.module_[0], net
