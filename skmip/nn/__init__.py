@@ -20,6 +20,9 @@ Contents
 - :class:`DPNeuralNetClassifier`, :class:`DPSGDLogisticRegression` — DP-SGD with Opacus,
   Poisson sampling and an RDP/PRV accountant; ``privacy="gmip"`` calibrates the noise to
   mu-GMIP (Leemann et al.) instead (:mod:`skmip.nn.dpsgd`).
+- :class:`PrivateHeadClassifier` — a linear softmax head solved exactly on a frozen
+  (public) torch backbone: a GLM on fixed features, so :class:`skmip.wrappers.MIPNoiseWrapper`
+  noises only the head, calibrated by the coupling bound (:mod:`skmip.nn.head`).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ del _MISSING
 from .dpsgd import DPNeuralNetClassifier, DPSGDLogisticRegression  # noqa: E402
 from .ensemble import ensemble_vectors, fit_ensemble  # noqa: E402
 from .grads import glir_audit, per_sample_gradients, sgd_step_gradients  # noqa: E402
+from .head import PrivateHeadClassifier  # noqa: E402
 from .modules import MLPModule  # noqa: E402
 from .params import SkorchAdapter  # noqa: E402
 from .seeding import NeuralNetClassifier, NeuralNetRegressor, SeededNetMixin  # noqa: E402
@@ -48,6 +52,7 @@ __all__ = [
     "MLPModule",
     "NeuralNetClassifier",
     "NeuralNetRegressor",
+    "PrivateHeadClassifier",
     "SeededNetMixin",
     "SkorchAdapter",
     "ensemble_vectors",
