@@ -20,10 +20,11 @@ from .exact import _exact_distances
 from .influence import _influence_round
 from .losses import get_smooth_loss
 from .refit import _refit_round
+from .statistic import _statistic_features, statistic_swap_deltas
 from .rounds import _SUMMARY_SIZE, _resolve_k
 from .whitening import _Whitener
 
-_ENGINES = ("auto", "refit", "newton", "influence", "exact")
+_ENGINES = ("auto", "refit", "newton", "influence", "exact", "closed_form")
 #: Above this many (e, x*) pairs per fit, "auto" pairs switch from all pairs to a sample.
 _ALL_PAIRS_MAX = 2**22
 #: Sampled pairs per target and round when all pairs would be too many.
@@ -78,8 +79,10 @@ def estimate_swap_deltas(
     train_size : int or float, default=None
         :math:`k`: an integer number of rows, or a fraction of :math:`n` (rounded).
         ``None`` means :math:`\lfloor n/2 \rfloor`, Definition 1's choice.
-    engine : {"auto", "refit", "newton", "influence", "exact"}, default="auto"
-        How :math:`\mathcal{A}(D_{in})` is obtained (module docstring). ``"auto"``:
+    engine : {"auto", "refit", "newton", "influence", "exact", "closed_form"}, default="auto"
+        How :math:`\mathcal{A}(D_{in})` is obtained (module docstring); ``"closed_form"``
+        is exact for a :class:`~skmip.statistic.Statistic` that is a mean of per-row
+        features (:func:`statistic_swap_deltas`; ``n_rounds`` is then unused). ``"auto"``:
         ``"newton"`` if the registered smooth loss is generalised-linear, else
         ``"influence"`` if one is registered, else ``"refit"``.
     pairs_per_target : int, "all" or None, default=None
@@ -179,6 +182,8 @@ def estimate_swap_deltas(
     rng = resolve_rng(random_state)
     estimator = fix_inner_random_state(clone(estimator), draw_seed(rng))
     adapter = get_adapter(estimator, params)
+    if engine == "closed_form":  # a mean of per-row features: exact, no rounds (statistic.py)
+        return statistic_swap_deltas(_statistic_features(estimator, adapter, X), scale=scale, train_size=k)
     loss = get_smooth_loss(estimator)
     if engine in ("newton", "influence") and loss is None:
         raise TypeError(
