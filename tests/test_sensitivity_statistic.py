@@ -118,3 +118,56 @@ def test_closed_form_refuses_statistics_that_are_not_means():
     with pytest.raises(TypeError, match="mean of per-row"):
         estimate_swap_deltas(Statistic(np.median, kw_args={"axis": 0}), X, scale=np.ones(2), engine="closed_form")
     assert math.isfinite(estimate_swap_deltas(Statistic(), X, scale=np.ones(2), engine="closed_form").distances.max())
+
+
+# --------------------------------------------------------------------------- exact audits
+# The exact Bayes-optimal attacker (skmip.attacks.bayes) on enumerable problems, with the
+# noise calibrated by the closed-form engine: the advantage must not exceed eta (one-sided
+# 99.9% Monte Carlo bound), and it comes close to it where the coupling is tight.
+def _closed_form_audit(fn, X, scale, eta, n_mc, seed):
+    from skmip.attacks.bayes import exact_mip_advantage
+
+    phi = np.stack([np.atleast_1d(fn(x[None])) for x in X])
+    res = statistic_swap_deltas(phi, scale=scale)
+    cal = coupling_noise_scale(res.distances, eta, confidence=None, weights=res.weights,
+                               train_fraction=res.train_fraction)
+    sd = cal.noise_scale * np.asarray(scale)
+    audit = exact_mip_advantage(
+        fn, X, noise_sampler=lambda m, rng: rng.normal(size=(m, sd.size)) * sd,
+        noise_logpdf=lambda x: -0.5 * ((x / sd) ** 2).sum(axis=1), n_mc=n_mc, random_state=seed,
+    )
+    return cal, audit, _per_row(res, phi, cal.noise_scale)
+
+
+def _upper_second_moment(A):
+    return (A.T @ A / len(A))[np.triu_indices(A.shape[1])]
+
+
+@pytest.mark.parametrize("eta", [0.05, 0.2])
+def test_exact_audit_mean_with_one_outlier_is_tight(eta):
+    # n = 12 rows, one outlier among zeros (grouped: two targets). For the outlier, D_out is
+    # always all zeros and D_in always holds it: the coupling bound is an equality.
+    X = np.zeros((12, 1))
+    X[0] = 1.0
+    cal, audit, bound = _closed_form_audit(lambda A: A.mean(0), X, [1.0], eta, 4000, 5)
+    assert bound.max() == pytest.approx(eta, rel=1e-9) and cal.eta_point == pytest.approx(eta)
+    assert abs(audit.advantage[0] - eta) < 4 * audit.std_error[0]
+    assert audit.upper_confidence_bound(0.999).max() - 4 * audit.std_error.max() < eta
+
+
+@pytest.mark.parametrize("func", ["mean", "second_moment"])
+def test_exact_audit_gaussian_rows_never_exceed_eta(func):
+    # Mean (d = 3) and uncentred second moment (d = 2, three free entries) of 12 Gaussian rows.
+    rng = np.random.default_rng(6)
+    if func == "mean":
+        X, fn = rng.normal(size=(12, 3)), (lambda A: A.mean(0))
+    else:
+        X, fn = rng.normal(size=(12, 2)), _upper_second_moment
+    scale = np.stack([fn(x[None]) for x in X]).std(axis=0)
+    for eta in [0.1, 0.3]:
+        cal, audit, bound = _closed_form_audit(fn, X, scale, eta, 2000, 7)
+        assert bound.max() == pytest.approx(eta, rel=1e-9)
+        assert np.all(audit.advantage <= bound + 4 * audit.std_error)
+        assert audit.upper_confidence_bound(0.999).max() < eta
+        # Not vacuous: the optimal attacker reaches most of the bound on the exposed rows.
+        assert audit.advantage.max() > 0.6 * eta
