@@ -401,7 +401,7 @@ class MIPMarginalSynthesizer(_MarginalSynthesizer):
         Number of rows in ``D_train``.
     n_features_in_ : int
         Number of columns seen during ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (n_columns,)
         Column names of ``X``, when it has string column names.
 
     Notes
@@ -510,8 +510,20 @@ class DPMarginalSynthesizer(_MarginalSynthesizer):
 
     Attributes
     ----------
-    categories_, marginals_, tables_, one_way_, n_train_, n_features_in_, feature_names_in_
+    categories_ : list of ndarray
         As in :class:`MIPMarginalSynthesizer`.
+    marginals_ : list of tuple of int
+        As in :class:`MIPMarginalSynthesizer`.
+    tables_ : list of ndarray
+        As in :class:`MIPMarginalSynthesizer`.
+    one_way_ : list of ndarray
+        As in :class:`MIPMarginalSynthesizer`.
+    n_train_ : int
+        Number of rows in ``D_train``.
+    n_features_in_ : int
+        Number of columns seen during ``fit``.
+    feature_names_in_ : ndarray of shape (n_columns,)
+        Column names of ``X``, when it has string column names.
     noise_scale_ : float
         Standard deviation of the noise on each cell fraction (counts / ``n_train_``).
 
