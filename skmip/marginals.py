@@ -37,23 +37,36 @@ def _mutual_information(a, b, na, nb):
     return float(np.sum(joint[nz] * np.log(joint[nz] / outer[nz])))
 
 
-def chow_liu_tree(codes: ArrayLike) -> list[tuple[int, int]]:
+def _conditional_mutual_information(a, b, na, nb, given):
+    """I(A; B | C) = sum_c P(c) I(A; B | C = c)."""
+    total = 0.0
+    for value in np.unique(given):
+        rows = given == value
+        total += rows.mean() * _mutual_information(a[rows], b[rows], na, nb)
+    return total
+
+
+def chow_liu_tree(codes: ArrayLike, given: int | None = None) -> list[tuple[int, int]]:
     """The maximum spanning tree of pairwise mutual information between categorical columns.
 
     The Chow-Liu tree (Chow & Liu 1968): among all tree-shaped models of the joint law, the
     one whose 2-way marginals are these edges is closest to the data in Kullback-Leibler
-    divergence.
+    divergence. With ``given`` the weights are the mutual informations conditional on that
+    column, and the tree spans the other columns: the tree-augmented naive Bayes structure
+    of Friedman, Geiger & Goldszmidt (1997), in which every column also depends on ``given``.
 
     Parameters
     ----------
     codes : array_like of int, shape (n_samples, n_columns)
         Category codes (``0 .. n_categories - 1`` per column).
+    given : int, optional
+        A column (e.g. the label) to condition on; it is left out of the tree.
 
     Returns
     -------
     list of (int, int)
-        ``n_columns - 1`` edges ``(i, j)`` with ``i < j``, in the order Prim's algorithm adds
-        them from column 0.
+        The edges ``(i, j)`` with ``i < j``, in the order Prim's algorithm adds them from
+        the first column of the tree.
 
     References
     ----------
@@ -69,13 +82,17 @@ def chow_liu_tree(codes: ArrayLike) -> list[tuple[int, int]]:
     C = np.asarray(codes)
     c = C.shape[1]
     sizes = C.max(axis=0) + 1
+    nodes = [j for j in range(c) if j != given]
     mi = np.zeros((c, c))
-    for i in range(c):
-        for j in range(i + 1, c):
-            mi[i, j] = mi[j, i] = _mutual_information(C[:, i], C[:, j], sizes[i], sizes[j])
-    in_tree, edges = [0], []
-    while len(in_tree) < c:
-        out = [j for j in range(c) if j not in in_tree]
+    for i in nodes:
+        for j in nodes:
+            if i < j:
+                args = (C[:, i], C[:, j], sizes[i], sizes[j])
+                mi[i, j] = mi[j, i] = (_mutual_information(*args) if given is None
+                                       else _conditional_mutual_information(*args, C[:, given]))
+    in_tree, edges = nodes[:1], []
+    while len(in_tree) < len(nodes):
+        out = [j for j in nodes if j not in in_tree]
         sub = mi[np.ix_(in_tree, out)]
         i, j = np.unravel_index(np.argmax(sub), sub.shape)
         a, b = in_tree[i], out[j]
@@ -84,46 +101,33 @@ def chow_liu_tree(codes: ArrayLike) -> list[tuple[int, int]]:
     return edges
 
 
-def _check_marginals(owner, marginals, n_columns, names):
-    """Marginals as sorted tuples of column indices; 2-way ones must form a forest."""
+def _column_index(owner, col, n_columns, names, where):
     lookup = {} if names is None else {str(nm): i for i, nm in enumerate(names)}
+    if isinstance(col, str) and col in lookup:
+        return lookup[col]
+    if isinstance(col, (int, np.integer)) and 0 <= col < n_columns:
+        return int(col)
+    raise ValueError(
+        f"{owner}: {where} names column {col!r}, which is not a column index in [0, {n_columns}) "
+        "nor a column name of X."
+    )
+
+
+def _check_marginals(owner, marginals, n_columns, names):
+    """Marginals as sorted tuples of column indices, with a sampling plan that uses them all."""
     out = []
     for m in marginals:
         m = (m,) if isinstance(m, (str, int, np.integer)) else tuple(m)
-        idx = []
-        for col in m:
-            if isinstance(col, str) and col in lookup:
-                idx.append(lookup[col])
-            elif isinstance(col, (int, np.integer)) and 0 <= col < n_columns:
-                idx.append(int(col))
-            else:
-                raise ValueError(
-                    f"{owner}: marginal {m!r} names column {col!r}, which is not a column index in "
-                    f"[0, {n_columns}) nor a column name of X."
-                )
-        if len(idx) not in (1, 2) or len(set(idx)) != len(idx):
+        idx = [_column_index(owner, col, n_columns, names, f"marginal {m!r}") for col in m]
+        if len(idx) not in (1, 2, 3) or len(set(idx)) != len(idx):
             raise ValueError(
-                f"{owner}: each marginal is one column or a pair of distinct columns; got {m!r}."
+                f"{owner}: each marginal is one column or a pair or triple of distinct columns; "
+                f"got {m!r}."
             )
         out.append(tuple(sorted(idx)))
     if not out:
         raise ValueError(f"{owner}: marginals is empty; give at least one marginal.")
-    parent = list(range(n_columns))
-
-    def root(a):
-        while parent[a] != a:
-            a = parent[a]
-        return a
-
-    for m in out:
-        if len(m) == 2:
-            a, b = root(m[0]), root(m[1])
-            if a == b:
-                raise ValueError(
-                    f"{owner}: the 2-way marginals must form a forest (no cycle) so that the "
-                    f"sampler is exact; {m!r} closes a cycle. Drop one edge of the cycle."
-                )
-            parent[a] = b
+    _sampling_plan(owner, out)
     missing = sorted(set(range(n_columns)) - {j for m in out for j in m})
     if missing:
         raise ValueError(
@@ -133,7 +137,50 @@ def _check_marginals(owner, marginals, n_columns, names):
     return out
 
 
+def _sampling_plan(owner, marginals):
+    """Order of the marginals and the columns each one introduces.
+
+    Greedy: next, the marginal with the most columns already drawn among those that bring
+    a new one. Each table then gives the conditional law of its new columns given the
+    columns it shares with those already drawn (a forest of pairs: a tree-shaped model as in
+    MST; triples sharing a label column: a tree-augmented naive Bayes model). A marginal
+    that brings no new column would be ignored: it closes a cycle, which this sampler cannot
+    honour, so it is refused.
+    """
+    done, plan, left = set(), [], list(range(len(marginals)))
+    while left:
+        best = max(left, key=lambda i: (len(set(marginals[i]) & done) if set(marginals[i]) - done else -1, -i))
+        new = [j for j in marginals[best] if j not in done]
+        if not new:
+            raise ValueError(
+                f"{owner}: marginal {marginals[best]!r} brings no column that the others do not "
+                "already determine: the marginals close a cycle, which the sampler cannot honour "
+                "(it needs a forest of pairs, or a tree of triples sharing one column). Drop it."
+            )
+        plan.append((best, new))
+        done |= set(new)
+        left.remove(best)
+    return plan
+
+
 # ----------------------------------------------------------------------------- post-processing
+def _fit_margins(T, margins):
+    """Iterative proportional fitting of a non-negative table to its 1-way margins."""
+    for _ in range(_IPF_ITERATIONS):
+        for axis, target in enumerate(margins):
+            other = tuple(a for a in range(T.ndim) if a != axis)
+            current = T.sum(axis=other)
+            factor = np.divide(target, current, out=np.zeros_like(target), where=current > 0)
+            T = T * np.expand_dims(factor, other)
+    total = T.sum()
+    if total > 0:
+        return T / total
+    out = margins[0]
+    for p in margins[1:]:
+        out = np.multiply.outer(out, p)
+    return out
+
+
 def _simplex(v):
     """Euclidean projection onto the probability simplex (Duchi et al. 2008, Fig. 1)."""
     u = np.sort(v)[::-1]
@@ -159,12 +206,9 @@ def _consistent_tables(marginals, noisy, sizes):
         for m, table in zip(marginals, noisy):
             if j not in m:
                 continue
-            if len(m) == 1:
-                est, n_summed = table, 1
-            elif m[0] == j:
-                est, n_summed = table.sum(axis=1), table.shape[1]
-            else:
-                est, n_summed = table.sum(axis=0), table.shape[0]
+            axis = m.index(j)
+            est = table.sum(axis=tuple(a for a in range(table.ndim) if a != axis))
+            n_summed = table.size // table.shape[axis]
             num, den = num + est / n_summed, den + 1.0 / n_summed
         one_way.append(_simplex(num / den))
     tables = []
@@ -172,18 +216,14 @@ def _consistent_tables(marginals, noisy, sizes):
         if len(m) == 1:
             tables.append(one_way[m[0]].copy())
             continue
+        if len(m) > 2:
+            tables.append(_fit_margins(np.maximum(table, 0.0), [one_way[j] for j in m]))
+            continue
         r, c = one_way[m[0]], one_way[m[1]]
         a, b = table.shape
         T = (table + (r - table.sum(1))[:, None] / b + (c - table.sum(0))[None, :] / a
              - (1.0 - table.sum()) / (a * b))
-        T = np.maximum(T, 0.0)
-        for _ in range(_IPF_ITERATIONS):
-            rows = T.sum(1)
-            T *= np.divide(r, rows, out=np.zeros_like(r), where=rows > 0)[:, None]
-            cols = T.sum(0)
-            T *= np.divide(c, cols, out=np.zeros_like(c), where=cols > 0)[None, :]
-        total = T.sum()
-        tables.append(T / total if total > 0 else np.outer(r, c))
+        tables.append(_fit_margins(np.maximum(T, 0.0), [r, c]))
     return tables, one_way
 
 
@@ -278,12 +318,12 @@ class _MarginalSynthesizer(BaseEstimator):
         return self
 
     def sample(self, n_samples: int = 1, random_state=None) -> np.ndarray:
-        """Draw synthetic records along the forest of released 2-way tables.
+        """Draw synthetic records table by table along the released structure.
 
-        Each tree of the forest is sampled from a root column (its consensus 1-way law)
-        down its edges (the released 2-way table, conditioned on the parent's value);
-        columns in no 2-way marginal are drawn from their 1-way law. Post-processing of the
-        release: a fixed seed costs no privacy.
+        The tables are visited in a fixed plan; each draws the columns it introduces from
+        its released law conditioned on the columns already drawn (a tree of pairs is
+        sampled from a root down its edges; a 1-way table draws its column from the
+        consensus 1-way law). Post-processing of the release: a fixed seed costs no privacy.
 
         Parameters
         ----------
@@ -300,26 +340,21 @@ class _MarginalSynthesizer(BaseEstimator):
         rng = resolve_rng(random_state)
         c = len(self.categories_)
         codes = np.full((n_samples, c), -1, dtype=np.int64)
-        edges = {}
-        for m, table in zip(self.marginals_, self.tables_):
-            if len(m) == 2:
-                edges.setdefault(m[0], []).append((m[1], table))
-                edges.setdefault(m[1], []).append((m[0], table.T))
-        for start in range(c):
-            if codes[0, start] >= 0:
-                continue
-            codes[:, start] = _draw(rng, np.broadcast_to(self.one_way_[start], (n_samples, self.one_way_[start].size)))
-            stack = [start]
-            while stack:
-                parent = stack.pop()
-                for child, table in edges.get(parent, []):
-                    if codes[0, child] >= 0:
-                        continue
-                    cond = table[codes[:, parent]]
-                    mass = cond.sum(axis=1, keepdims=True)
-                    cond = np.where(mass > 0, cond / np.where(mass > 0, mass, 1.0), self.one_way_[child])
-                    codes[:, child] = _draw(rng, cond)
-                    stack.append(child)
+        for index, new in _sampling_plan(self._owner, self.marginals_):
+            m, table = self.marginals_[index], self.tables_[index]
+            old = [j for j in m if j not in new]
+            # Axes: the columns already drawn first, then the new ones (flattened).
+            moved = np.moveaxis(table, [m.index(j) for j in old], list(range(len(old))))
+            flat = moved.reshape(moved.shape[: len(old)] + (-1,))
+            cond = flat[tuple(codes[:, j] for j in old)] if old else np.broadcast_to(flat, (n_samples, flat.size))
+            mass = cond.sum(axis=1, keepdims=True)
+            fallback = self.one_way_[new[0]]
+            for j in new[1:]:
+                fallback = np.outer(fallback, self.one_way_[j]).ravel()
+            cond = np.where(mass > 0, cond / np.where(mass > 0, mass, 1.0), fallback)
+            drawn = np.unravel_index(_draw(rng, cond), tuple(len(self.categories_[j]) for j in new))
+            for j, values in zip(new, drawn):
+                codes[:, j] = values
         columns = [self.categories_[j][codes[:, j]] for j in range(c)]
         dtypes = {col.dtype for col in columns}
         out = np.empty((n_samples, c), dtype=dtypes.pop() if len(dtypes) == 1 else object)
@@ -354,8 +389,8 @@ class MIPMarginalSynthesizer(_MarginalSynthesizer):
     every cell of the chosen 1- and 2-way marginals, and releases the cell fractions
     (counts / k) with Gaussian noise ``s z``, ``s`` the smallest scale whose coupling bound
     on the MIP level meets eta -- computed exactly, not estimated. The tables are then
-    made non-negative and consistent, and ``sample`` draws records along the forest of
-    2-way tables. An attacker holding any record of the data cannot tell whether it was in
+    made non-negative and consistent, and ``sample`` draws records along the tree of
+    tables. An attacker holding any record of the data cannot tell whether it was in
     ``D_train`` with accuracy above ``1/2 + eta`` (Definition 1), whatever they do with the
     tables or the samples (post-processing, Theorem 3).
 
@@ -365,9 +400,15 @@ class MIPMarginalSynthesizer(_MarginalSynthesizer):
         Promised bound on the attacker's accuracy advantage over 1/2, in (0, 0.5].
     marginals : "tree" or list, default="tree"
         Which tables to release. ``"tree"``: the 2-way marginals of the Chow-Liu tree
-        (:func:`chow_liu_tree`) of the whole dataset D. A list: entries are a column (index
-        or name) or a pair of columns; the pairs must form a forest and every column must
-        appear.
+        (:func:`chow_liu_tree`) of the whole dataset D; with a ``label``, the tree of the
+        other columns given the label, released as the triples (label, parent, child) and
+        the pair (label, root) -- the tree-augmented naive Bayes structure, which keeps how
+        every column depends on the label. A list: entries are a column (index or name), a
+        pair or a triple of columns; they must be usable in one sampling pass (a forest of
+        pairs, or a tree of triples sharing a column; no cycle) and cover every column.
+    label : int, str or None, default=None
+        With ``marginals="tree"``: the column (index or name) to condition the tree on,
+        typically the target of a downstream model. ``None``: a plain Chow-Liu tree.
     train_size : float, default=0.5
         Fraction of the rows drawn at random into ``D_train``; ``1.0`` means the data passed
         to ``fit`` already is the random training subset (the calibration then takes halves
@@ -445,9 +486,11 @@ class MIPMarginalSynthesizer(_MarginalSynthesizer):
 
     _owner = "MIPMarginalSynthesizer"
 
-    def __init__(self, *, eta: float = 0.1, marginals="tree", train_size: float = 0.5, random_state=None):
+    def __init__(self, *, eta: float = 0.1, marginals="tree", label=None, train_size: float = 0.5,
+                 random_state=None):
         self.eta = eta
         self.marginals = marginals
+        self.label = label
         self.train_size = train_size
         self.random_state = random_state
 
@@ -460,11 +503,23 @@ class MIPMarginalSynthesizer(_MarginalSynthesizer):
             if codes.shape[1] == 1:
                 return [(0,)]
             # A function of D only (not of D_train): fixed given D, like the noise scale.
-            return chow_liu_tree(codes)
+            if self.label is None:
+                return chow_liu_tree(codes)
+            label = _column_index(self._owner, self.label, codes.shape[1], names, "label")
+            others = [j for j in range(codes.shape[1]) if j != label]
+            if len(others) == 1:
+                return [tuple(sorted((label, others[0])))]
+            edges = chow_liu_tree(codes, given=label)
+            return [tuple(sorted((label, edges[0][0])))] + [tuple(sorted((label, a, b))) for a, b in edges]
         if isinstance(self.marginals, str):
             raise ValueError(
-                f"{self._owner}: marginals must be 'tree' or a list of columns and column pairs; "
-                f"got {self.marginals!r}."
+                f"{self._owner}: marginals must be 'tree' or a list of columns, pairs and triples "
+                f"of columns; got {self.marginals!r}."
+            )
+        if self.label is not None:
+            raise ValueError(
+                f"{self._owner}: label={self.label!r} shapes the 'tree' structure only; with a list "
+                "of marginals, include the label's tables in the list and leave label=None."
             )
         return _check_marginals(self._owner, self.marginals, codes.shape[1], names)
 

@@ -81,6 +81,26 @@ def test_sampler_draws_the_tree_law(chain):
                 assert abs(p - q) < 4 * se + 1e-9
 
 
+def test_label_tree_is_tree_augmented_naive_bayes(chain):
+    # Label = column 2 (c): the tree over a, b, d given c, released as (c, root) and
+    # (c, parent, child) triples; sampled with negligible noise, the records keep how
+    # every column depends on the label (within binomial error, 4 standard errors).
+    synth = MIPMarginalSynthesizer(eta=0.1, label=2, random_state=0).fit(chain)
+    assert synth.marginals_[0] == (0, 2) and all(2 in m and len(m) == 3 for m in synth.marginals_[1:])
+    assert len(synth.marginals_) == 3 and synth.coupling_eta_ == pytest.approx(0.1, rel=1e-6)
+    dp = DPMarginalSynthesizer(epsilon=1e9, marginals=synth.marginals_, train_size=1.0).fit(chain)
+    samples = dp.sample(20_000, random_state=1)
+    for j in (0, 1, 3):
+        for u in np.unique(chain[:, j]):
+            for v in (0, 1):
+                p = np.mean((chain[:, j] == u) & (chain[:, 2] == v))
+                q = np.mean((samples[:, j] == u) & (samples[:, 2] == v))
+                se = np.sqrt(p * (1 - p) / 20_000 + p * (1 - p) / len(chain))
+                assert abs(p - q) < 4 * se + 1e-9
+    for table in synth.tables_:
+        assert table.min() >= 0 and table.sum() == pytest.approx(1.0)
+
+
 def test_string_columns_are_categories():
     rng = np.random.default_rng(2)
     X = np.c_[rng.choice(["f", "m"], 500), rng.choice(["a", "b", "c"], 500)].astype(object)
@@ -107,7 +127,9 @@ def test_dataframe_input_names_and_strings():
     [
         ({"marginals": [(0, 1), (1, 2), (0, 2)]}, "cycle"),
         ({"marginals": [(0, 1)]}, "in no marginal"),
-        ({"marginals": [(0, 1, 2)]}, "pair of distinct"),
+        ({"marginals": [(0, 1, 1)]}, "distinct columns"),
+        ({"marginals": [(0, 1), (2,)], "label": 2}, "shapes the 'tree'"),
+        ({"label": 5}, "not a column"),
         ({"marginals": [(0, 7)]}, "not a column"),
         ({"marginals": "star"}, "'tree' or a list"),
         ({"eta": 0.6}, "eta must be in"),
