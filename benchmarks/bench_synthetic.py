@@ -118,6 +118,7 @@ def run_fig2(quick, out):
         "skmip": (lambda: Statistic("second_moment"), "gamma"),
     }
     errors = {f"MIP {v} M={M}": np.full((reps, etas.size), np.nan) for v in variants for M in moments}
+    errors["MIP coupling (exact bound)"] = np.full((reps, etas.size), np.nan)
     errors["DP-GD (Izzo)"] = np.full((reps, etas.size), np.nan)
     errors["Analyze Gauss"] = np.full((reps, etas.size), np.nan)
     errors["Raw"] = np.full((reps, etas.size), np.nan)
@@ -139,6 +140,15 @@ def run_fig2(quick, out):
                 for j, w in enumerate(path):
                     A = np.asarray(w.estimator_.statistic_).reshape(d, d)
                     errors[f"MIP {v} M={M}"][rep, j] = _rel(A, Sigma)
+        # The coupling calibration: Gaussian noise on the uncentred second moment, its bound
+        # computed exactly (Jensen form for n distinct rows; docs/coupling.md).
+        t0 = time.perf_counter()
+        for j, eta in enumerate(etas):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", PrivacyWarning)
+                synth = MIPGaussianSynthesizer(eta=eta, center=False, random_state=int(rng.integers(2**31))).fit(X)
+            errors["MIP coupling (exact bound)"][rep, j] = _rel(synth.covariance_, Sigma)
+        times.setdefault("MIP coupling (exact bound), all eta", []).append(time.perf_counter() - t0)
         # D_train for the baselines: a uniformly random half of D, as in Definition 1.
         train = X[rng.choice(n, size=n // 2, replace=False)]
         errors["Raw"][rep, :] = _rel(train.T @ train / len(train), Sigma)
@@ -203,7 +213,8 @@ def _plot_fig2(etas, summary, moments, out):
             mean, se = summary[f"MIP {variant} M={M}"]
             ax.plot(etas, mean, "-o", ms=3, color=colors[M], label=f"MIP M={M}")
             ax.fill_between(etas, np.maximum(mean - se, 1e-4), mean + se, color=colors[M], alpha=0.2)
-        for name, style in (("DP-GD (Izzo)", "k--s"), ("Analyze Gauss", "m--^"), ("Raw", "k:")):
+        for name, style in (("MIP coupling (exact bound)", "r-D"), ("DP-GD (Izzo)", "k--s"),
+                            ("Analyze Gauss", "m--^"), ("Raw", "k:")):
             mean, se = summary[name]
             ok = np.isfinite(mean)
             ax.plot(etas[ok], mean[ok], style, ms=3, label=name)
@@ -297,10 +308,15 @@ def run_real(quick, out):
             for M, radius in ((2, "gamma"), (6, "gamma"), (6, "laplace")):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", PrivacyWarning)
-                    s = MIPGaussianSynthesizer(eta=eta, moment=M, n_splits=n_splits, radius=radius,
-                                               random_state=int(rng.integers(2**31))).fit(Z_pool)
+                    s = MIPGaussianSynthesizer(eta=eta, method="moments", moment=M, n_splits=n_splits,
+                                               radius=radius, random_state=int(rng.integers(2**31))).fit(Z_pool)
                 label = f"MIP eta={eta} M={M}" + (" (printed Laplace radius)" if radius == "laplace" else "")
                 rows.setdefault(label, []).append(_evaluate(s.mean_, s.covariance_, Z, Z_test, y_test, d_x, rng))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", PrivacyWarning)
+                s = MIPGaussianSynthesizer(eta=eta, random_state=int(rng.integers(2**31))).fit(Z_pool)
+            rows.setdefault(f"MIP eta={eta} coupling (exact bound)", []).append(
+                _evaluate(s.mean_, s.covariance_, Z, Z_test, y_test, d_x, rng))
             dp = _AnalyzeGaussGaussian(mip_to_dp_epsilon(eta, DELTA), ag_clip, int(rng.integers(2**31))).fit(half)
             rows.setdefault(f"DP Analyze Gauss eta={eta}", []).append(
                 _evaluate(dp.mean_, dp.covariance_, Z, Z_test, y_test, d_x, rng))
@@ -337,6 +353,7 @@ def _plot_real(summary, etas, majority, out):
 
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.3))
     series = {
+        "MIP coupling (exact bound)": [f"MIP eta={e} coupling (exact bound)" for e in etas],
         "MIP M=2": [f"MIP eta={e} M=2" for e in etas],
         "MIP M=6": [f"MIP eta={e} M=6" for e in etas],
         "MIP M=6, printed Laplace radius": [f"MIP eta={e} M=6 (printed Laplace radius)" for e in etas],
@@ -392,11 +409,14 @@ def run_audit(quick, out):
     n_models = 16 if quick else 64
     n_splits = 16 if quick else 128
     configs = [
-        ("MIPGaussianSynthesizer eta=0.1 M=2", MIPGaussianSynthesizer(eta=0.1, n_splits=n_splits, train_size=1.0), 0.1),
+        ("MIPGaussianSynthesizer eta=0.1, coupling (exact bound)", MIPGaussianSynthesizer(eta=0.1, train_size=1.0), 0.1),
+        ("MIPGaussianSynthesizer eta=0.1 M=2",
+         MIPGaussianSynthesizer(eta=0.1, method="moments", n_splits=n_splits, train_size=1.0), 0.1),
         ("MIPGaussianSynthesizer eta=0.25 M=6",
-         MIPGaussianSynthesizer(eta=0.25, moment=6, n_splits=n_splits, train_size=1.0), 0.25),
+         MIPGaussianSynthesizer(eta=0.25, method="moments", moment=6, n_splits=n_splits, train_size=1.0), 0.25),
         ("MIPGaussianSynthesizer eta=0.1 M=6, printed Laplace radius",
-         MIPGaussianSynthesizer(eta=0.1, moment=6, radius="laplace", n_splits=n_splits, train_size=1.0), 0.1),
+         MIPGaussianSynthesizer(eta=0.1, method="moments", moment=6, radius="laplace", n_splits=n_splits,
+                                train_size=1.0), 0.1),
         ("control: Gaussian without noise", _GaussianNoPrivacy(), 0.1),
         ("control: copies training records", CopyingSynthesizer(), 0.1),
     ]

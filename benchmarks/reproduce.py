@@ -70,7 +70,10 @@ def _plot_izzo_fig1(etas, mip, eps, ns, folder):
 # name -> (what it reproduces, full argv, quick argv or None = skipped in --quick). Full runs
 # redraw the figures the docs show (docs/figures, docs/_static); quick runs draw into RESULTS.
 SCRIPTS = {
-    "izzo_fig2": ("Izzo Fig. 2 (synthetic data)", ["bench_synthetic.py"], ["bench_synthetic.py", "--quick"]),
+    "izzo_fig2": ("Izzo Fig. 2 (synthetic data), with the coupling curve", ["bench_synthetic.py"],
+                  ["bench_synthetic.py", "--quick"]),
+    "marginal_synthesis": ("Marginal synthesizers on adult: MIP vs DP at equal promise (vs MST)",
+                           ["bench_marginal_synthesis.py"], ["bench_marginal_synthesis.py", "--quick"]),
     "thudi": ("Thudi Figs. (subsampling bounds, audit, accuracy)", ["bench_subsampling.py", "--plots", str(DOC_FIGURES)],
               ["bench_subsampling.py", "--quick", "--plots", str(RESULTS)]),
     "leemann_figs": ("Leemann Figs. 1, 2a, 2b/2c (trade-off convergence, GLiR audits)", ["bench_leemann.py", "--plots", str(DOC_FIGURES)],

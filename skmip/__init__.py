@@ -30,6 +30,8 @@ _EXPORTS = {
     "SubsampledDPClassifier": "skmip.subsampled",
     "DPLogisticRegression": "skmip.dp_logistic",
     "MIPGaussianSynthesizer": "skmip.synthetic",
+    "MIPMarginalSynthesizer": "skmip.marginals",
+    "DPMarginalSynthesizer": "skmip.marginals",
     "MIAttackScorer": "skmip.scoring",
     "make_mi_scorer": "skmip.scoring",
     "play_membership_game": "skmip.game",
@@ -38,7 +40,7 @@ _EXPORTS = {
 }
 
 _SUBMODULES = ("bounds", "mechanisms", "moments", "params", "exceptions", "wrappers", "statistic",
-    "subsampled", "dp_logistic", "datasets", "synthetic", "dp_baselines",
+    "subsampled", "dp_logistic", "datasets", "synthetic", "marginals", "dp_baselines",
     "nn", "game", "attacks", "metrics", "scoring", "display", "cli", "report",
 )
 

@@ -18,7 +18,7 @@ from sklearn.utils.validation import validate_data
 
 from skmip._validation import check_option
 
-__all__ = ["Statistic", "column_mean", "second_moment"]
+__all__ = ["Statistic", "column_mean", "second_moment", "mean_and_second_moment"]
 
 
 def column_mean(X: ArrayLike) -> np.ndarray:
@@ -71,11 +71,42 @@ def second_moment(X: ArrayLike) -> np.ndarray:
     return X.T @ X / X.shape[0]
 
 
+def mean_and_second_moment(X: ArrayLike) -> np.ndarray:
+    """The column means and the upper triangle of the uncentred second moment, as one vector.
+
+    ``[mean (d entries), A[0, 0], A[0, 1], ..., A[d-1, d-1]]`` with
+    ``A = (1/n) sum_i x_i x_i^T``. Unlike the centred covariance, every entry is a mean over
+    the rows of a fixed feature map ``phi(x) = (x, upper(x x^T))``, so swapping one row moves
+    it by exactly ``(phi(x*) - phi(e)) / n`` (the closed-form engine of
+    :mod:`skmip.sensitivity`); the covariance ``A - mean mean^T`` is post-processing.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+
+    Returns
+    -------
+    ndarray of shape (n_features + n_features * (n_features + 1) / 2,)
+
+    Examples
+    --------
+    >>> mean_and_second_moment([[0.0, 1.0], [2.0, 3.0]])
+    array([1., 2., 2., 3., 5.])
+    """
+    X = np.asarray(X, dtype=np.float64)
+    moment = X.T @ X / X.shape[0]
+    return np.concatenate([X.mean(axis=0), moment[np.triu_indices(X.shape[1])]])
+
+
 # alias -> (function, structure of its output)
 _ALIASES: dict[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = {
     "mean": (column_mean, "vector"),
     "second_moment": (second_moment, "psd"),
+    "mean_and_second_moment": (mean_and_second_moment, "vector"),
 }
+#: Aliases whose value on a subset is the mean of its rows' values on single rows: the
+#: closed-form swap engine (skmip.sensitivity.statistic) is exact for them.
+MEAN_OF_FEATURES = ("mean", "second_moment", "mean_and_second_moment")
 _STRUCTURES = ("vector", "symmetric", "psd")
 
 
@@ -84,9 +115,11 @@ class Statistic(BaseEstimator):
 
     Parameters
     ----------
-    func : {"mean", "second_moment"}, callable or None, default=None
+    func : {"mean", "second_moment", "mean_and_second_moment"}, callable or None, default=None
         The statistic. ``"mean"`` is :func:`column_mean`, ``"second_moment"`` is
-        :func:`second_moment`; a callable ``func(X, **kw_args) -> array-like`` is used as
+        :func:`second_moment`, ``"mean_and_second_moment"`` is
+        :func:`mean_and_second_moment` (these three are means of per-row features, for which
+        ``estimate_swap_deltas(..., engine="closed_form")`` is exact); a callable ``func(X, **kw_args) -> array-like`` is used as
         given. ``None`` means ``"mean"``.
     kw_args : dict or None, default=None
         Extra keyword arguments for a callable ``func``.

@@ -37,7 +37,11 @@ _FITTED = (
     "mean_",
     "covariance_",
     "sqrt_covariance_",
+    "method_",
     "noise_constant_",
+    "noise_scale_",
+    "coupling_eta_",
+    "coupling_pairs_",
     "mip_bound_",
     "n_train_",
     "n_features_in_",
@@ -82,6 +86,19 @@ def _unpack_symmetric(values, d):
     return out
 
 
+#: Up to this many distinct rows the coupling sum over e is stored pair by pair (memory
+#: O(rows^2)); above, the closed-form Jensen bound per record (memory O(rows * features)).
+_EXACT_ROWS = 2048
+
+
+def _moment_features(X, center):
+    """phi(x) per row: (x, upper(x x^T)) with center, upper(x x^T) without; means over rows
+    are :func:`skmip.statistic.mean_and_second_moment` / the packed second moment."""
+    rows, cols = np.triu_indices(X.shape[1])
+    second = X[:, rows] * X[:, cols]
+    return np.concatenate([X, second], axis=1) if center else second
+
+
 def _psd_sqrt(matrix):
     """Symmetric square root ``V diag(sqrt(lambda)) V^T`` of a symmetric PSD matrix."""
     eigval, eigvec = np.linalg.eigh(matrix)
@@ -92,10 +109,12 @@ def _psd_sqrt(matrix):
 class MIPGaussianSynthesizer(BaseEstimator):
     """Release a Gaussian generator of synthetic records with an eta-MIP guarantee.
 
-    ``fit`` draws a random training subset ``D_train`` of the data, privatises its mean and
-    covariance with :class:`~skmip.MIPNoiseWrapper` (Algorithm 1 with the noise of
-    Corollary 10), projects the noised covariance to the positive semidefinite cone and
-    takes its square root ``W``. ``sample`` then draws ``mean_ + W z`` with ``z ~ N(0, I)``.
+    ``fit`` draws a random training subset ``D_train`` of the data, privatises its first and
+    second moments -- by default with Gaussian noise calibrated by the coupling bound, whose
+    expectation is computed exactly for these statistics (``method="coupling"``); or with
+    :class:`~skmip.MIPNoiseWrapper` and the noise of Corollary 10 (``method="moments"``,
+    Izzo et al.'s construction) -- projects the covariance to the positive semidefinite cone
+    and takes its square root ``W``. ``sample`` then draws ``mean_ + W z`` with ``z ~ N(0, I)``.
     Everything after the noise is post-processing, so the released parameters and every
     sample drawn from them are eta-MIP (Theorem 3): an attacker holding any record of the
     data cannot tell whether it was in ``D_train`` with accuracy above ``1/2 + eta``.
@@ -104,26 +123,38 @@ class MIPGaussianSynthesizer(BaseEstimator):
     ----------
     eta : float, default=0.1
         Promised bound on the attacker's accuracy advantage over 1/2, in (0, 0.5].
+    method : {"auto", "coupling", "moments"}, default="auto"
+        ``"coupling"``: Gaussian noise ``s L z`` on the released moments, with ``L`` the
+        Cholesky factor of the Ledoit-Wolf covariance of the per-row features over the
+        whole of ``D`` and ``s`` the smallest scale whose coupling bound meets eta, the
+        bound computed exactly (:func:`skmip.sensitivity.statistic_swap_deltas`; no
+        confidence term). ``"moments"``: Corollary 10 through
+        :class:`~skmip.MIPNoiseWrapper` (Izzo et al.'s Section 5.2, kept for their
+        Figure 2). ``"auto"`` means ``"coupling"``.
     moment : float, default=2
-        Order M >= 2 of the central moment measuring the statistic's spread (Corollary 10);
-        the noise constant is ``(6.16/eta)**(1 + 2/M)``.
+        ``method="moments"``: order M >= 2 of the central moment measuring the statistic's
+        spread (Corollary 10); the noise constant is ``(6.16/eta)**(1 + 2/M)``.
     n_splits : int, default=128
-        Number of random subsets B over which the spread is estimated (>= 2).
+        ``method="moments"``: number of random subsets B over which the spread is
+        estimated (>= 2).
     radius : {"gamma", "laplace"}, default="gamma"
-        Law of the noise radius; see :class:`~skmip.MIPNoiseWrapper`. ``"laplace"`` is
-        Corollary 10 as printed and emits a :class:`~skmip.exceptions.PrivacyWarning`.
+        ``method="moments"``: law of the noise radius; see :class:`~skmip.MIPNoiseWrapper`.
+        ``"laplace"`` is Corollary 10 as printed and emits a
+        :class:`~skmip.exceptions.PrivacyWarning`.
     center : bool, default=True
-        ``True``: release the mean and the covariance (centred second moment) jointly, as
-        one noised vector (:func:`mean_and_covariance`). ``False``: Izzo et al.'s
-        experiment exactly -- the data are assumed to have mean zero, only the uncentred
-        second moment ``A = (1/n) sum_i x_i x_i^T`` is released (through
-        ``Statistic("second_moment")``), and ``mean_`` is zero.
+        ``True``: release the mean and the covariance. ``method="coupling"`` noises the mean
+        and the uncentred second moment (:func:`skmip.statistic.mean_and_second_moment`,
+        both means of per-row features) and forms the covariance ``A - mean mean^T``
+        afterwards (post-processing); ``method="moments"`` noises the mean and the centred
+        covariance (:func:`mean_and_covariance`). ``False``: Izzo et al.'s experiment
+        exactly -- the data are assumed to have mean zero, only the uncentred second moment
+        ``A = (1/n) sum_i x_i x_i^T`` is released, and ``mean_`` is zero.
     train_size : float, default=0.5
         Fraction of the rows drawn at random into ``D_train``; ``1.0`` means the data
         passed to ``fit`` already is a random training subset (as in the membership game).
     sigma_from : {"dataset", "train"}, default="dataset"
-        Where the spread is measured; see :class:`~skmip.MIPNoiseWrapper`. ``"train"`` is
-        Algorithm 1 as printed.
+        ``method="moments"``: where the spread is measured; see
+        :class:`~skmip.MIPNoiseWrapper`. ``"train"`` is Algorithm 1 as printed.
     random_state : None, int, numpy Generator or RandomState, default=None
         Source of every random draw of ``fit`` (subsets, noise). ``None`` draws fresh OS
         entropy, the only setting under which the noise is secret; a fixed value emits a
@@ -141,8 +172,22 @@ class MIPGaussianSynthesizer(BaseEstimator):
         covariance of the synthetic distribution.
     sqrt_covariance_ : ndarray of shape (n_features, n_features)
         ``W = covariance_ ** (1/2)`` (symmetric square root), the generator's weights.
-    noise_constant_ : float
-        ``c = (6.16/eta)**(1 + 2/M)`` (Corollary 10).
+    method_ : str
+        The calibration used, ``"coupling"`` or ``"moments"``.
+    noise_constant_ : float or None
+        ``method_ == "moments"``: ``c = (6.16/eta)**(1 + 2/M)`` (Corollary 10).
+    noise_scale_ : float or None
+        ``method_ == "coupling"``: the scale ``s`` of the noise ``s L z``.
+    coupling_eta_ : float or None
+        ``method_ == "coupling"``: the coupling bound on the MIP level at ``noise_scale_``
+        (equal to eta up to root-finding precision). It is the bound itself, not an
+        estimate: the expectation over the coupling is computed exactly, so no confidence
+        level enters.
+    coupling_pairs_ : str or None
+        ``method_ == "coupling"``: ``"exhaustive"`` (the exact finite sum over every swap
+        partner ``e``) or ``"jensen"`` (for more than 2,048 distinct rows: one closed-form
+        value per record that bounds that sum from above, by concavity). Both are exact
+        statements; neither is estimated from random draws.
     mip_bound_ : float
         The promised eta.
     n_train_ : int
@@ -154,6 +199,16 @@ class MIPGaussianSynthesizer(BaseEstimator):
 
     Notes
     -----
+    **Coupling calibration** (``docs/coupling.md``, "Statistics in closed form"). The
+    released vector is the mean over ``D_train`` of a per-row feature map
+    ``phi(x) = (x, upper(x x^T))``; swapping a record ``e`` for ``x*`` moves it by exactly
+    ``(phi(x*) - phi(e)) / k``, and in the coupling ``e`` is uniform on the other rows of
+    ``D``. The coupling expectation is therefore a finite sum, computed exactly, and ``s``
+    solves it equal to eta for the most exposed record of ``D``. The noise shape ``L`` (the
+    Ledoit-Wolf shrunk covariance of ``phi`` over ``D``, so that noise goes where the data
+    vary) is a function of ``D`` only, never of ``D_train``, as the bound requires; like
+    Definition 1 itself, the guarantee is conditional on ``D``.
+
     Izzo et al., Section 5.2, learn ``A`` close to the second moment of zero-mean data and
     set ``W = (A + A^T)^(1/2)``. Printed this way ``W`` has ``W W^T = A + A^T``, twice the
     covariance; the intended (and here implemented) symmetrisation is ``(A + A^T)/2``, after
@@ -198,6 +253,7 @@ class MIPGaussianSynthesizer(BaseEstimator):
         self,
         *,
         eta: float = 0.1,
+        method: str = "auto",
         moment: float = 2,
         n_splits: int = 128,
         radius: str = "gamma",
@@ -208,6 +264,7 @@ class MIPGaussianSynthesizer(BaseEstimator):
         n_jobs: int | None = None,
     ):
         self.eta = eta
+        self.method = method
         self.moment = moment
         self.n_splits = n_splits
         self.radius = radius
@@ -219,6 +276,7 @@ class MIPGaussianSynthesizer(BaseEstimator):
 
     def _validate_hyperparameters(self):
         check_eta(_OWNER, self.eta)
+        check_option(_OWNER, "method", self.method, ("auto", "coupling", "moments"))
         check_moment(_OWNER, self.moment)
         check_int(
             _OWNER, "n_splits", self.n_splits, 2, None,
@@ -258,15 +316,40 @@ class MIPGaussianSynthesizer(BaseEstimator):
         TypeError
             For a non-boolean ``center`` or a non-numeric ``X``.
         """
-        from skmip.wrappers import MIPNoiseWrapper
-
         self._validate_hyperparameters()
         # Validate on a copy: nothing may be recorded on self before the whole fit succeeded.
         probe = copy.copy(self)
         X = validate_data(probe, X, dtype=np.float64, ensure_all_finite=True)
-        d = X.shape[1]
         check_privacy_seed(_OWNER, self.random_state)
 
+        if self.method == "moments":
+            mean, cov, noise_attrs = self._fit_moments(X)
+        else:
+            mean, cov, noise_attrs = self._fit_coupling(X)
+        # Statistic("second_moment") is already projected by its adapter; projecting again
+        # is the identity there and post-processing either way.
+        cov = _project_psd(cov, 0.0)
+        fitted = {
+            "mean_": mean,
+            "covariance_": cov,
+            "sqrt_covariance_": _psd_sqrt(cov),
+            **noise_attrs,
+            "mip_bound_": float(self.eta),
+            "n_features_in_": probe.n_features_in_,
+        }
+        if hasattr(probe, "feature_names_in_"):
+            fitted["feature_names_in_"] = probe.feature_names_in_
+        for name in _FITTED:
+            if name in vars(self):
+                delattr(self, name)
+        self.__dict__.update(fitted)
+        return self
+
+    def _fit_moments(self, X):
+        """Izzo et al.'s construction: MIPNoiseWrapper with Corollary 10's noise."""
+        from skmip.wrappers import MIPNoiseWrapper
+
+        d = X.shape[1]
         statistic = (
             Statistic(mean_and_covariance, structure="vector")
             if self.center
@@ -291,27 +374,58 @@ class MIPGaussianSynthesizer(BaseEstimator):
         else:
             mean = np.zeros(d)
             cov = released
-        # Statistic("second_moment") is already projected by its adapter; projecting again
-        # is the identity there and post-processing either way.
-        cov = _project_psd(cov, 0.0)
-        fitted = {
-            "mean_": mean,
-            "covariance_": cov,
-            "sqrt_covariance_": _psd_sqrt(cov),
-            "noise_constant_": wrapper.noise_constant_,
-            "mip_bound_": wrapper.mip_bound_,
-            "n_train_": wrapper.n_train_,
-            "n_features_in_": probe.n_features_in_,
-        }
-        if hasattr(probe, "feature_names_in_"):
-            fitted["feature_names_in_"] = probe.feature_names_in_
+        attrs = {"method_": "moments", "noise_constant_": wrapper.noise_constant_, "noise_scale_": None,
+                 "coupling_eta_": None, "coupling_pairs_": None, "n_train_": wrapper.n_train_}
         # The wrapper holds sigma_, a function of the private data: it must not outlive fit.
         del wrapper, released
-        for name in _FITTED:
-            if name in vars(self):
-                delattr(self, name)
-        self.__dict__.update(fitted)
-        return self
+        return mean, cov, attrs
+
+    def _fit_coupling(self, X):
+        """Gaussian noise on the mean of phi(x) over D_train, calibrated by the exact coupling bound."""
+        from sklearn.covariance import ledoit_wolf
+
+        from skmip.bounds import coupling_noise_scale
+        from skmip.sensitivity import statistic_swap_deltas
+
+        n, d = X.shape
+        rng = resolve_rng(self.random_state)
+        features = _moment_features(X, self.center)
+        if self.train_size == 1.0:
+            # X already is D_train: halves of it stand in for the unknown D (as Algorithm 1
+            # does for sigma, and MIPNoiseWrapper does with train_size=1.0).
+            rows, k_calibration = np.arange(n), n // 2
+        else:
+            k_calibration = int(round(self.train_size * n))
+            rows = np.sort(rng.choice(n, size=k_calibration, replace=False))
+        if k_calibration < 2 or k_calibration >= n:
+            raise ValueError(
+                f"{_OWNER}: train_size={self.train_size} of n_samples={n} gives k={k_calibration} "
+                "training rows for the coupling calibration; it needs at least 2 rows in D_train "
+                "and 1 outside. Pass more rows."
+            )
+        # Noise shape: where phi varies over D (a function of D only; Ledoit-Wolf keeps it
+        # invertible when phi has more coordinates than D has rows).
+        shape = ledoit_wolf(features)[0]
+        # A constant D has no spread at all (no swap moves anything); any positive shape works.
+        spread = float(np.trace(shape)) / len(shape)
+        shape[np.diag_indices_from(shape)] += 1e-12 * spread if spread > 0 else 1.0
+        factor = np.linalg.cholesky(shape)
+        deltas = statistic_swap_deltas(features, scale=factor, train_size=k_calibration,
+                                       max_pairs=_EXACT_ROWS**2)
+        cal = coupling_noise_scale(deltas.distances, self.eta, confidence=None, weights=deltas.weights,
+                                   train_fraction=deltas.train_fraction)
+        released = features[rows].mean(axis=0) + cal.noise_scale * factor @ rng.standard_normal(factor.shape[0])
+        if self.center:
+            mean = released[:d].copy()
+            cov = _unpack_symmetric(released[d:], d) - np.outer(mean, mean)
+        else:
+            mean, cov = np.zeros(d), _unpack_symmetric(released, d)
+        attrs = {"method_": "coupling", "noise_constant_": None, "noise_scale_": float(cal.noise_scale),
+                 "coupling_eta_": float(cal.eta_point), "coupling_pairs_": deltas.pairs,
+                 "n_train_": int(rows.size)}
+        # Per-row sensitivities and the noise shape are functions of the private data.
+        del features, factor, deltas, released
+        return mean, cov, attrs
 
     def sample(self, n_samples: int = 1, random_state=None) -> np.ndarray:
         """Draw synthetic records ``mean_ + z W`` with ``z ~ N(0, I)``.

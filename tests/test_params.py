@@ -685,7 +685,7 @@ def test_statistic_callable_clone_and_pickle(iris):
 def test_statistic_errors(iris):
     X, _ = iris
     with pytest.raises(
-        ValueError, match="Statistic: func must be one of 'mean', 'second_moment'; got 'median'"
+        ValueError, match="Statistic: func must be one of 'mean', 'second_moment', 'mean_and_second_moment'; got 'median'"
     ):
         Statistic("median").fit(X)
     with pytest.raises(TypeError, match="func must be one of"):

@@ -44,11 +44,13 @@ def _unpack(values, d):
 
 # ----------------------------------------------------------------------------- attributes
 def test_fitted_attributes_describe_the_release(gaussian_data):
-    synth = MIPGaussianSynthesizer(eta=0.3, moment=4, n_splits=16, random_state=0).fit(gaussian_data)
+    synth = MIPGaussianSynthesizer(eta=0.3, method="moments", moment=4, n_splits=16,
+                                   random_state=0).fit(gaussian_data)
     assert set(k for k in vars(synth) if k.endswith("_")) == {
-        "mean_", "covariance_", "sqrt_covariance_", "noise_constant_", "mip_bound_",
-        "n_train_", "n_features_in_",
+        "mean_", "covariance_", "sqrt_covariance_", "method_", "noise_constant_", "noise_scale_",
+        "coupling_eta_", "coupling_pairs_", "mip_bound_", "n_train_", "n_features_in_",
     }
+    assert synth.method_ == "moments" and synth.noise_scale_ is None and synth.coupling_eta_ is None
     assert synth.mean_.shape == (3,) and synth.covariance_.shape == (3, 3)
     np.testing.assert_allclose(synth.covariance_, synth.covariance_.T)
     assert np.linalg.eigvalsh(synth.covariance_).min() >= -1e-10
@@ -65,9 +67,9 @@ def test_release_is_the_wrapper_release_post_processed(gaussian_data, center):
     # The synthesizer adds nothing private of its own: its covariance is the PSD projection of
     # exactly what MIPNoiseWrapper releases for the same statistic and seed.
     kw = dict(eta=0.2, moment=2, n_splits=8, radius="gamma", train_size=0.5, random_state=3)
-    synth = MIPGaussianSynthesizer(center=center, **kw).fit(gaussian_data)
+    synth = MIPGaussianSynthesizer(center=center, method="moments", **kw).fit(gaussian_data)
     stat = Statistic(mean_and_covariance, structure="vector") if center else Statistic("second_moment")
-    released = MIPNoiseWrapper(stat, **kw).fit(gaussian_data).estimator_.statistic_
+    released = MIPNoiseWrapper(stat, method="moments", **kw).fit(gaussian_data).estimator_.statistic_
     if center:
         np.testing.assert_array_equal(synth.mean_, released[:3])
         cov = _project_psd(_unpack(released[3:], 3), 0.0)
@@ -135,13 +137,14 @@ def test_fixed_seed_warns_once_under_own_name(gaussian_data):
 
 def test_laplace_radius_warning_reaches_the_user(gaussian_data):
     with pytest.warns(PrivacyWarning, match="(?i)laplace"):
-        MIPGaussianSynthesizer(eta=0.5, n_splits=4, radius="laplace").fit(gaussian_data)
+        MIPGaussianSynthesizer(eta=0.5, method="moments", n_splits=4, radius="laplace").fit(gaussian_data)
 
 
 @pytest.mark.parametrize(
     "params, error, match",
     [
         ({"eta": 0.7}, ValueError, "MIPGaussianSynthesizer: eta must be in"),
+        ({"method": "exact"}, ValueError, "MIPGaussianSynthesizer: method"),
         ({"moment": 1}, ValueError, "MIPGaussianSynthesizer: moment"),
         ({"n_splits": 1}, ValueError, "MIPGaussianSynthesizer: n_splits"),
         ({"radius": "normal"}, ValueError, "MIPGaussianSynthesizer: radius"),
@@ -155,12 +158,13 @@ def test_invalid_parameters(gaussian_data, params, error, match):
         MIPGaussianSynthesizer(**params).fit(gaussian_data)
 
 
-def test_failed_fit_leaves_nothing_fitted():
-    synth = MIPGaussianSynthesizer(eta=0.5, n_splits=4)
+@pytest.mark.parametrize("method", ["coupling", "moments"])
+def test_failed_fit_leaves_nothing_fitted(method):
+    synth = MIPGaussianSynthesizer(eta=0.5, method=method, n_splits=4)
     with pytest.raises(ValueError, match="NaN|infinity"):
         synth.fit(np.array([[1.0, np.nan], [0.0, 1.0], [2.0, 1.0], [1.0, 1.0]]))
     with pytest.raises(ValueError, match="at least"):
-        synth.fit(np.ones((3, 2)))
+        synth.fit(np.ones((2, 2)))
     assert not [k for k in vars(synth) if k.endswith("_")]
     with pytest.raises(NotFittedError):
         synth.sample(3)
@@ -172,7 +176,7 @@ def test_sample_rejects_bad_n_samples(gaussian_data):
         synth.sample(0)
 
 
-@parametrize_with_checks([MIPGaussianSynthesizer(n_splits=4)])
+@parametrize_with_checks([MIPGaussianSynthesizer(n_splits=4), MIPGaussianSynthesizer(method="moments", n_splits=4)])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
@@ -262,3 +266,40 @@ def test_score_samples_is_the_released_gaussian_density(audit_pool):
     np.testing.assert_allclose(synth.score_samples(audit_pool[:10]), expected, rtol=1e-10)
     synth.covariance_ = np.array([[1.0, 0.0], [0.0, 0.0]])  # a PSD projection can leave this
     assert np.all(np.isfinite(synth.score_samples(audit_pool)))
+
+
+# ----------------------------------------------------------------------------- coupling
+def test_coupling_is_the_default_and_its_bound_is_exact():
+    # method="auto" calibrates the exact coupling bound: noise_scale_ solves it equal to eta
+    # on the features of D with the Ledoit-Wolf shape (recomputed here from D).
+    from sklearn.covariance import ledoit_wolf
+
+    from skmip.bounds import coupling_eta
+    from skmip.sensitivity import statistic_swap_deltas
+    from skmip.synthetic import _moment_features
+
+    rng = np.random.default_rng(2)
+    X = rng.multivariate_normal(MEAN, COV, size=300)
+    synth = MIPGaussianSynthesizer(eta=0.1, random_state=0).fit(X)
+    assert synth.method_ == "coupling" and synth.coupling_pairs_ == "exhaustive"
+    assert synth.noise_constant_ is None and synth.n_train_ == 150
+    assert synth.coupling_eta_ == pytest.approx(0.1, rel=1e-6)
+    F = _moment_features(X, True)
+    res = statistic_swap_deltas(F, scale=np.linalg.cholesky(ledoit_wolf(F)[0]), train_size=150)
+    assert coupling_eta(res.distances, synth.noise_scale_, weights=res.weights) == pytest.approx(0.1, rel=1e-6)
+    # Far less noise than Corollary 10: the released law is close to the data's.
+    assert np.abs(synth.mean_ - MEAN).max() < 0.5
+    assert np.linalg.norm(synth.covariance_ - COV) / np.linalg.norm(COV) < 0.5
+
+
+def test_coupling_on_many_rows_uses_the_jensen_bound(gaussian_data):
+    synth = MIPGaussianSynthesizer(eta=0.1, center=False, random_state=0).fit(gaussian_data)
+    assert synth.coupling_pairs_ == "jensen" and synth.coupling_eta_ == pytest.approx(0.1, rel=1e-6)
+    np.testing.assert_array_equal(synth.mean_, np.zeros(3))
+    # Second moment of data with mean MEAN: COV + MEAN MEAN^T. Corollary 10 at the same eta
+    # (the paper's release) is many times further from it.
+    target = COV + np.outer(MEAN, MEAN)
+    moments = MIPGaussianSynthesizer(eta=0.1, method="moments", n_splits=16, center=False,
+                                     random_state=0).fit(gaussian_data)
+    err = np.linalg.norm(synth.covariance_ - target)
+    assert 10 * err < np.linalg.norm(moments.covariance_ - target)

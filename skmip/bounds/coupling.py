@@ -191,16 +191,43 @@ def gaussian_tv(delta: ArrayLike) -> float | np.ndarray:
     return scalar_or_array(erf(d / _SQRT8))
 
 
-def _draw_values(deltas, s, weight):
-    """Per-target, per-draw variable Y = weight * mean over pairs of TV(delta / s)."""
+def _draw_values(deltas, s, weight, pair_weights=None):
+    """Per-target, per-draw variable Y = weight * mean over pairs of TV(delta / s).
+
+    ``pair_weights`` (same shape as ``deltas``, summing to 1 over axis 2) turns the mean
+    over pairs into a weighted mean: exhaustive deltas with grouped, repeated values.
+    """
     # erf(inf) = 1, erf(0) = 0: infinite and zero distances need no special case.
     if s == 0.0:  # no noise: every positive distance is told apart with certainty
-        return weight * (deltas > 0).mean(axis=2)
-    return weight * erf(deltas / (s * _SQRT8)).mean(axis=2)
+        tv = (deltas > 0).astype(np.float64)
+    else:
+        tv = erf(deltas / (s * _SQRT8))
+    if pair_weights is None:
+        return weight * tv.mean(axis=2)
+    return weight * (tv * pair_weights).sum(axis=2)
+
+
+def _check_weights(owner, weights, arr):
+    """Pair weights of exhaustive, grouped deltas: >= 0, shape of ``arr``, sum 1 on axis 2."""
+    if weights is None:
+        return None
+    w = np.asarray(weights, dtype=np.float64).reshape(arr.shape) if np.size(weights) == arr.size else None
+    if w is None or not np.all(np.isfinite(w)) or (w < 0).any():
+        raise ValueError(
+            f"{owner}: weights must be finite, >= 0 and of the shape of deltas {arr.shape}; got "
+            f"{np.shape(weights)}. They are the probabilities of each distance given (target, draw)."
+        )
+    if not np.allclose(w.sum(axis=2), 1.0, rtol=0, atol=1e-9):
+        raise ValueError(
+            f"{owner}: weights must sum to 1 over the pairs of each (target, draw) (axis 2); "
+            f"the sums range over [{w.sum(axis=2).min():.6g}, {w.sum(axis=2).max():.6g}]."
+        )
+    return w
 
 
 def coupling_eta_per_target(
-    deltas: ArrayLike, noise_scale: float, *, train_fraction: float = 0.5
+    deltas: ArrayLike, noise_scale: float, *, train_fraction: float = 0.5,
+    weights: ArrayLike | None = None,
 ) -> np.ndarray:
     r"""Point estimate of the coupling bound on the MIP advantage, per target.
 
@@ -212,6 +239,10 @@ def coupling_eta_per_target(
         :math:`s > 0`: the noise is :math:`\mathcal{N}(0, s^2\operatorname{diag}(w)^2)`.
     train_fraction : float, default=0.5
         :math:`q = k/n`; the advantage bound carries the factor :math:`\min(q, 1-q)`.
+    weights : array_like of the shape of ``deltas`` (3-D), optional
+        Probability of each value within its (target, draw), summing to 1 over axis 2:
+        exhaustive deltas stored once per distinct value, with its multiplicity
+        (:func:`skmip.sensitivity.statistic_swap_deltas`). ``None``: equal weights.
 
     Returns
     -------
@@ -247,10 +278,13 @@ def coupling_eta_per_target(
     arr = _check_deltas(owner, deltas)
     s = _check_scale(owner, noise_scale)
     weight = _prior_weight(owner, train_fraction)
-    return _draw_values(arr, s, weight).mean(axis=1)
+    return _draw_values(arr, s, weight, _check_weights(owner, weights, arr)).mean(axis=1)
 
 
-def coupling_eta(deltas: ArrayLike, noise_scale: float, *, train_fraction: float = 0.5) -> float:
+def coupling_eta(
+    deltas: ArrayLike, noise_scale: float, *, train_fraction: float = 0.5,
+    weights: ArrayLike | None = None,
+) -> float:
     r"""Point estimate of the coupling bound on the MIP level: the maximum over targets.
 
     Parameters
@@ -261,6 +295,8 @@ def coupling_eta(deltas: ArrayLike, noise_scale: float, *, train_fraction: float
         :math:`s > 0`.
     train_fraction : float, default=0.5
         :math:`q = k/n`.
+    weights : array_like, optional
+        Pair weights, as in :func:`coupling_eta_per_target`.
 
     Returns
     -------
@@ -295,7 +331,9 @@ def coupling_eta(deltas: ArrayLike, noise_scale: float, *, train_fraction: float
     >>> round(coupling_eta([[1.0, 1.0], [0.0, 2.0]], 4.0), 4)   # Phi(1/8) - 1/2
     0.0497
     """
-    return float(coupling_eta_per_target(deltas, noise_scale, train_fraction=train_fraction).max())
+    return float(
+        coupling_eta_per_target(deltas, noise_scale, train_fraction=train_fraction, weights=weights).max()
+    )
 
 
 def _bernstein_terms(y, weight, log_term):
@@ -468,14 +506,17 @@ class CouplingCalibration(NamedTuple):
     confidence: float | None
 
 
-def _point_root(arr, eta, weight):
+def _point_root(arr, eta, weight, pw=None):
     """The s at which max_x* mean TV equals eta (continuous, non-increasing in s)."""
     from scipy.optimize import brentq
 
     def excess(log_s):
-        return float(_draw_values(arr, math.exp(log_s), weight).mean(axis=1).max()) - eta
+        return float(_draw_values(arr, math.exp(log_s), weight, pw).mean(axis=1).max()) - eta
 
-    floor = weight * float(np.isinf(arr).mean(axis=(1, 2)).max())
+    def share(mask):  # the (weighted) fraction of each target's distances in mask, maximised
+        return float((mask.mean(axis=2) if pw is None else (mask * pw).sum(axis=2)).mean(axis=1).max())
+
+    floor = weight * share(np.isinf(arr))
     if floor >= eta:
         raise ValueError(
             f"coupling_noise_scale: {floor / weight:.3g} of some target's swap distances are "
@@ -485,9 +526,9 @@ def _point_root(arr, eta, weight):
         )
     # As s -> 0 every positive distance counts fully; if even that meets eta, no noise is
     # needed (the point estimate is then met at s = 0).
-    if weight * float((arr > 0).mean(axis=(1, 2)).max()) <= eta:
+    if weight * share(arr > 0) <= eta:
         return 0.0
-    finite = arr[np.isfinite(arr) & (arr > 0)]
+    finite = arr[np.isfinite(arr) & (arr > 0) & (True if pw is None else pw > 0)]
     lo, hi = math.log(finite.min()) - 2.0, math.log(finite.max()) + 2.0
     while excess(lo) <= 0:
         lo -= 4.0
@@ -504,6 +545,7 @@ def coupling_noise_scale(
     train_fraction: float = 0.5,
     grid_resolution: int = 128,
     bound: str = "betting",
+    weights: ArrayLike | None = None,
 ) -> CouplingCalibration:
     r"""Smallest Gaussian noise scale whose coupling bound on the MIP level meets ``eta``.
 
@@ -527,6 +569,9 @@ def coupling_noise_scale(
         0.5% at 128); see Notes for why a fixed grid.
     bound : {"betting", "maurer-pontil"}, default="betting"
         The confidence bound of :func:`coupling_eta_upper`.
+    weights : array_like, optional
+        Pair weights of exhaustive deltas (:func:`coupling_eta_per_target`); only with
+        ``confidence=None``, since weighted values are an enumeration, not random draws.
 
     Returns
     -------
@@ -590,13 +635,19 @@ def coupling_noise_scale(
     arr = _check_deltas(owner, deltas)
     eta = check_eta(owner, float(eta))
     weight = _prior_weight(owner, train_fraction)
+    pw = _check_weights(owner, weights, arr)
+    if pw is not None and confidence is not None:
+        raise ValueError(
+            f"{owner}: weights describe exhaustive deltas, whose weighted mean is the exact "
+            f"expectation; pass confidence=None with them (got confidence={confidence!r})."
+        )
     if eta >= weight:
         # min(q, 1-q) * TV <= min(q, 1-q): any scale (even no noise) meets such an eta.
         s0 = 0.0
         return CouplingCalibration(s0, None if confidence is None else weight, weight, s0, confidence)
-    s_point = _point_root(arr, eta, weight)
+    s_point = _point_root(arr, eta, weight, pw)
     if confidence is None:
-        eta_point = float(_draw_values(arr, s_point, weight).mean(axis=1).max()) if s_point > 0 else 0.0
+        eta_point = float(_draw_values(arr, s_point, weight, pw).mean(axis=1).max()) if s_point > 0 else 0.0
         return CouplingCalibration(s_point, None, eta_point, s_point, None)
 
     alpha = _alpha(owner, confidence)

@@ -52,6 +52,12 @@ costs :math:`r` fits (2 when :math:`k = n/2`).
     \approx \mathbf{H}^{-1}(\nabla\ell_e - \nabla\ell_{x^*})` with the regularised Hessian of
     the objective on :math:`H` (for any registered smooth loss; ``"auto"`` uses it only for
     losses that declare neither form).
+``"closed_form"``
+    A :class:`~skmip.statistic.Statistic` that is a mean of per-row features
+    :math:`\phi(x)` (column means, second moments, marginal counts): the swap moves it by
+    exactly :math:`(\phi(x^*) - \phi(e))/k` and :math:`e` is uniform on
+    :math:`\mathcal{D}\setminus\{x^*\}`, so the expectation is a finite sum
+    (:func:`statistic_swap_deltas`, :func:`marginal_swap_deltas`): exact, no confidence term.
 ``"exact"``
     For tiny problems (:math:`\binom{n}{k} \le 20\,000`): fits every :math:`k`-subset and
     lists every :math:`(D_{out}, e)` pair; the means over the result are the exact
@@ -87,12 +93,15 @@ from .losses import (
 )
 from .noise_factor import estimate_noise_factor
 from .polish import polish_to_minimiser
+from .statistic import marginal_swap_deltas, statistic_swap_deltas
 
 __all__ = [
     "SwapDeltas",
     "estimate_swap_deltas",
     "polish_to_minimiser",
     "estimate_noise_factor",
+    "statistic_swap_deltas",
+    "marginal_swap_deltas",
     "LossBlock",
     "GLMTerms",
     "MultiMarginTerms",

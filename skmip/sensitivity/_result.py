@@ -28,13 +28,22 @@ class SwapDeltas:
     pairs : str
         ``"sampled"`` (independent uniform :math:`e`, with replacement: the average of their
         TV is an unbiased draw, and its summary an upper bound), ``"all"`` (the sorted-block
-        summary, an upper bound for the average over every :math:`e`) or
-        ``"exhaustive"`` (engine ``"exact"``: every :math:`(D_{out}, e)`; the mean over
-        axes 1 and 2 *is* the expectation).
+        summary, an upper bound for the average over every :math:`e`),
+        ``"exhaustive"`` (engines ``"exact"`` and ``"closed_form"``: every
+        :math:`(D_{out}, e)`, or every :math:`e`; the (weighted) mean over axes 1 and 2 *is*
+        the expectation) or ``"jensen"`` (engine ``"closed_form"`` on large data: one value
+        per target whose TV bounds the expectation from above, by concavity).
     polished : bool
         True when every fit was carried to the exact minimiser of the registered objective
         (:func:`polish_to_minimiser`): the distances then describe that minimiser, and the
         released model must be polished the same way.
+    weights : ndarray of the shape of ``distances``, or None
+        Engine ``"closed_form"``: the probability of each stored distance given its target
+        (distinct values stored once with their multiplicity); pass it to
+        :func:`skmip.bounds.coupling_noise_scale`. ``None``: equal weights.
+    target_counts : ndarray of shape (n_targets,), or None
+        Engine ``"closed_form"``: rows of :math:`\mathcal{D}` that each target stands for
+        (identical rows share one target, as they share their law). ``None``: one row each.
 
     Notes
     -----
@@ -59,10 +68,14 @@ class SwapDeltas:
     engine: str
     pairs: str
     polished: bool = False
+    weights: np.ndarray | None = None
+    target_counts: np.ndarray | None = None
 
     @property
     def n_samples(self) -> int:
-        """:math:`n`, the number of rows (and targets)."""
+        r""":math:`n`, the number of rows of :math:`\mathcal{D}`."""
+        if self.target_counts is not None:
+            return int(np.sum(self.target_counts))
         return self.distances.shape[0]
 
     @property
@@ -77,8 +90,9 @@ class SwapDeltas:
 
     @property
     def exhaustive(self) -> bool:
-        """Whether the distances enumerate every :math:`(D_{out}, e)` (exact means)."""
-        return self.pairs == "exhaustive"
+        """Whether ``confidence=None`` calibrates the bound itself: the distances enumerate
+        every :math:`(D_{out}, e)` (exact means), or bound them exactly (``"jensen"``)."""
+        return self.pairs in ("exhaustive", "jensen")
 
     def __repr__(self):
         return (

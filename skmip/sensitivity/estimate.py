@@ -21,9 +21,10 @@ from .losses import get_smooth_loss
 from .polish import MinimiserFits, SolverFits, _polish
 from .refit import _refit_rounds
 from .rounds import _SUMMARY_SIZE, _resolve_k, run_rounds
+from .statistic import _statistic_features, statistic_swap_deltas
 from .whitening import _Whitener
 
-_ENGINES = ("auto", "refit", "newton", "influence", "exact")
+_ENGINES = ("auto", "refit", "newton", "influence", "exact", "closed_form")
 #: Sampled pairs per target and round (influence engines). The round-to-round spread of a
 #: target's average comes from D_out, not from e: on load_breast_cancer 4 sampled e give
 #: the noise scale of all 213 (docs/coupling.md, "Cost and scaling").
@@ -80,8 +81,10 @@ def estimate_swap_deltas(
     train_size : int or float, default=None
         :math:`k`: an integer number of rows, or a fraction of :math:`n` (rounded).
         ``None`` means :math:`\lfloor n/2 \rfloor`, Definition 1's choice.
-    engine : {"auto", "refit", "newton", "influence", "exact"}, default="auto"
-        How :math:`\mathcal{A}(D_{in})` is obtained (module docstring). ``"auto"``:
+    engine : {"auto", "refit", "newton", "influence", "exact", "closed_form"}, default="auto"
+        How :math:`\mathcal{A}(D_{in})` is obtained (module docstring); ``"closed_form"``
+        is exact for a :class:`~skmip.statistic.Statistic` that is a mean of per-row
+        features (:func:`statistic_swap_deltas`; ``n_rounds`` is then unused). ``"auto"``:
         ``"newton"`` if the registered smooth loss is generalised-linear, else
         ``"influence"`` if one is registered, else ``"refit"``.
     pairs_per_target : int, "all" or None, default=None
@@ -186,6 +189,8 @@ def estimate_swap_deltas(
     rng = resolve_rng(random_state)
     estimator = fix_inner_random_state(clone(estimator), draw_seed(rng))
     adapter = get_adapter(estimator, params)
+    if engine == "closed_form":  # a mean of per-row features: exact, no rounds (statistic.py)
+        return statistic_swap_deltas(_statistic_features(estimator, adapter, X), scale=scale, train_size=k)
     loss = get_smooth_loss(estimator)
     if engine in ("newton", "influence") and loss is None:
         raise TypeError(

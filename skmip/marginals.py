@@ -1,0 +1,639 @@
+"""Synthetic tabular data from noisy marginal tables: eta-MIP by the exact coupling bound.
+
+A marginal table counts the training records in each cell of one or two categorical columns.
+Divided by the (public) training size k it is a mean of per-row indicator features, so the
+closed-form swap engine (:func:`skmip.sensitivity.marginal_swap_deltas`) gives the coupling
+bound exactly and :class:`MIPMarginalSynthesizer` adds the least Gaussian noise that meets
+eta. The noisy tables are post-processed into non-negative, mutually consistent tables and
+sampled along a forest of 2-way marginals, in the spirit of MST (McKenna et al. 2021).
+:class:`DPMarginalSynthesizer` releases the same tables with (epsilon, delta)-DP noise and
+the same post-processing and sampler: the baseline at the equal promise.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+from numpy.typing import ArrayLike
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from skmip._random import resolve_rng
+from skmip._validation import check_eta, check_int, check_interval
+from skmip.exceptions import check_privacy_seed
+
+__all__ = ["MIPMarginalSynthesizer", "DPMarginalSynthesizer", "chow_liu_tree"]
+
+_IPF_ITERATIONS = 50
+
+
+# ----------------------------------------------------------------------------- structure
+def _mutual_information(a, b, na, nb):
+    joint = np.bincount(a * nb + b, minlength=na * nb).reshape(na, nb) / a.size
+    outer = joint.sum(1, keepdims=True) * joint.sum(0, keepdims=True)
+    nz = joint > 0
+    return float(np.sum(joint[nz] * np.log(joint[nz] / outer[nz])))
+
+
+def _conditional_mutual_information(a, b, na, nb, given):
+    """I(A; B | C) = sum_c P(c) I(A; B | C = c)."""
+    total = 0.0
+    for value in np.unique(given):
+        rows = given == value
+        total += rows.mean() * _mutual_information(a[rows], b[rows], na, nb)
+    return total
+
+
+def chow_liu_tree(codes: ArrayLike, given: int | None = None) -> list[tuple[int, int]]:
+    """The maximum spanning tree of pairwise mutual information between categorical columns.
+
+    The Chow-Liu tree (Chow & Liu 1968): among all tree-shaped models of the joint law, the
+    one whose 2-way marginals are these edges is closest to the data in Kullback-Leibler
+    divergence. With ``given`` the weights are the mutual informations conditional on that
+    column, and the tree spans the other columns: the tree-augmented naive Bayes structure
+    of Friedman, Geiger & Goldszmidt (1997), in which every column also depends on ``given``.
+
+    Parameters
+    ----------
+    codes : array_like of int, shape (n_samples, n_columns)
+        Category codes (``0 .. n_categories - 1`` per column).
+    given : int, optional
+        A column (e.g. the label) to condition on; it is left out of the tree.
+
+    Returns
+    -------
+    list of (int, int)
+        The edges ``(i, j)`` with ``i < j``, in the order Prim's algorithm adds them from
+        the first column of the tree.
+
+    References
+    ----------
+    C. Chow, C. Liu (1968), "Approximating discrete probability distributions with
+    dependence trees", IEEE Trans. Information Theory 14(3).
+
+    Examples
+    --------
+    >>> codes = np.array([[0, 0, 1], [1, 1, 0], [0, 0, 0], [1, 1, 1]])
+    >>> chow_liu_tree(codes)
+    [(0, 1), (0, 2)]
+    """
+    C = np.asarray(codes)
+    c = C.shape[1]
+    sizes = C.max(axis=0) + 1
+    nodes = [j for j in range(c) if j != given]
+    mi = np.zeros((c, c))
+    for i in nodes:
+        for j in nodes:
+            if i < j:
+                args = (C[:, i], C[:, j], sizes[i], sizes[j])
+                mi[i, j] = mi[j, i] = (_mutual_information(*args) if given is None
+                                       else _conditional_mutual_information(*args, C[:, given]))
+    in_tree, edges = nodes[:1], []
+    while len(in_tree) < len(nodes):
+        out = [j for j in nodes if j not in in_tree]
+        sub = mi[np.ix_(in_tree, out)]
+        i, j = np.unravel_index(np.argmax(sub), sub.shape)
+        a, b = in_tree[i], out[j]
+        edges.append((min(a, b), max(a, b)))
+        in_tree.append(b)
+    return edges
+
+
+def _column_index(owner, col, n_columns, names, where):
+    lookup = {} if names is None else {str(nm): i for i, nm in enumerate(names)}
+    if isinstance(col, str) and col in lookup:
+        return lookup[col]
+    if isinstance(col, (int, np.integer)) and 0 <= col < n_columns:
+        return int(col)
+    raise ValueError(
+        f"{owner}: {where} names column {col!r}, which is not a column index in [0, {n_columns}) "
+        "nor a column name of X."
+    )
+
+
+def _check_marginals(owner, marginals, n_columns, names):
+    """Marginals as sorted tuples of column indices, with a sampling plan that uses them all."""
+    out = []
+    for m in marginals:
+        m = (m,) if isinstance(m, (str, int, np.integer)) else tuple(m)
+        idx = [_column_index(owner, col, n_columns, names, f"marginal {m!r}") for col in m]
+        if len(idx) not in (1, 2, 3) or len(set(idx)) != len(idx):
+            raise ValueError(
+                f"{owner}: each marginal is one column or a pair or triple of distinct columns; "
+                f"got {m!r}."
+            )
+        out.append(tuple(sorted(idx)))
+    if not out:
+        raise ValueError(f"{owner}: marginals is empty; give at least one marginal.")
+    _sampling_plan(owner, out)
+    missing = sorted(set(range(n_columns)) - {j for m in out for j in m})
+    if missing:
+        raise ValueError(
+            f"{owner}: column(s) {missing} are in no marginal, so they could not be sampled. "
+            "Add their 1-way marginals or an edge that contains them."
+        )
+    return out
+
+
+def _sampling_plan(owner, marginals):
+    """Order of the marginals and the columns each one introduces.
+
+    Greedy: next, the marginal with the most columns already drawn among those that bring
+    a new one. Each table then gives the conditional law of its new columns given the
+    columns it shares with those already drawn (a forest of pairs: a tree-shaped model as in
+    MST; triples sharing a label column: a tree-augmented naive Bayes model). A marginal
+    that brings no new column would be ignored: it closes a cycle, which this sampler cannot
+    honour, so it is refused.
+    """
+    done, plan, left = set(), [], list(range(len(marginals)))
+    while left:
+        best = max(left, key=lambda i: (len(set(marginals[i]) & done) if set(marginals[i]) - done else -1, -i))
+        new = [j for j in marginals[best] if j not in done]
+        if not new:
+            raise ValueError(
+                f"{owner}: marginal {marginals[best]!r} brings no column that the others do not "
+                "already determine: the marginals close a cycle, which the sampler cannot honour "
+                "(it needs a forest of pairs, or a tree of triples sharing one column). Drop it."
+            )
+        plan.append((best, new))
+        done |= set(new)
+        left.remove(best)
+    return plan
+
+
+# ----------------------------------------------------------------------------- post-processing
+def _fit_margins(T, margins):
+    """Iterative proportional fitting of a non-negative table to its 1-way margins."""
+    for _ in range(_IPF_ITERATIONS):
+        for axis, target in enumerate(margins):
+            other = tuple(a for a in range(T.ndim) if a != axis)
+            current = T.sum(axis=other)
+            factor = np.divide(target, current, out=np.zeros_like(target), where=current > 0)
+            T = T * np.expand_dims(factor, other)
+    total = T.sum()
+    if total > 0:
+        return T / total
+    out = margins[0]
+    for p in margins[1:]:
+        out = np.multiply.outer(out, p)
+    return out
+
+
+def _simplex(v):
+    """Euclidean projection onto the probability simplex (Duchi et al. 2008, Fig. 1)."""
+    u = np.sort(v)[::-1]
+    css = np.cumsum(u) - 1.0
+    rho = np.nonzero(u - css / np.arange(1, v.size + 1) > 0)[0][-1]
+    return np.maximum(v - css[rho] / (rho + 1.0), 0.0)
+
+
+def _consistent_tables(marginals, noisy, sizes):
+    """Non-negative tables summing to 1 whose 1-way margins agree column by column.
+
+    Every cell carries noise of one variance, so a column's 1-way law estimated from a table
+    by summing over the other column has variance proportional to the number of cells
+    summed: the consensus is the inverse-variance average over all tables that contain the
+    column, projected onto the simplex. Each 2-way table is then moved to these margins by
+    the least-squares correction ``T + (r - T 1) 1^T / b + 1 (c - 1^T T) / a - (1 - sum T) / (ab)``,
+    clipped at zero and brought back to the margins by iterative proportional fitting.
+    Everything here is post-processing of the noisy tables (Izzo et al., Theorem 3).
+    """
+    one_way = []
+    for j, size in enumerate(sizes):
+        num, den = np.zeros(size), 0.0
+        for m, table in zip(marginals, noisy):
+            if j not in m:
+                continue
+            axis = m.index(j)
+            est = table.sum(axis=tuple(a for a in range(table.ndim) if a != axis))
+            n_summed = table.size // table.shape[axis]
+            num, den = num + est / n_summed, den + 1.0 / n_summed
+        one_way.append(_simplex(num / den))
+    tables = []
+    for m, table in zip(marginals, noisy):
+        if len(m) == 1:
+            tables.append(one_way[m[0]].copy())
+            continue
+        if len(m) > 2:
+            tables.append(_fit_margins(np.maximum(table, 0.0), [one_way[j] for j in m]))
+            continue
+        r, c = one_way[m[0]], one_way[m[1]]
+        a, b = table.shape
+        T = (table + (r - table.sum(1))[:, None] / b + (c - table.sum(0))[None, :] / a
+             - (1.0 - table.sum()) / (a * b))
+        tables.append(_fit_margins(np.maximum(T, 0.0), [r, c]))
+    return tables, one_way
+
+
+# ----------------------------------------------------------------------------- base class
+class _MarginalSynthesizer(BaseEstimator):
+    """Shared fit/sample: encoding, structure, D_train, counts, post-processing, sampler."""
+
+    _owner = "_MarginalSynthesizer"
+
+    def _structure(self, codes, names):
+        raise NotImplementedError
+
+    def _noise(self, codes, marginals, k_calibration, n_cells, rng):
+        """``(noise on the cell fractions, fitted attributes)`` of the mechanism."""
+        raise NotImplementedError
+
+    def _validate_common(self):
+        check_interval(
+            self._owner, "train_size", self.train_size, 0, 1, closed="right",
+            why="it is the fraction of rows drawn into D_train; use 1.0 if your data already "
+            "is the random training subset.",
+        )
+
+    def fit(self, X: ArrayLike, y=None):
+        """Release noisy marginal tables of a random subset of ``X``.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_columns)
+            The dataset D: categorical or binned columns (any hashable values; every
+            distinct value of a column is a category).
+        y : ignored
+            Present for scikit-learn compatibility; append the label as a column to
+            synthesise it.
+
+        Returns
+        -------
+        self
+        """
+        self._validate()
+        probe = copy.copy(self)
+        X = validate_data(probe, X, dtype=None, ensure_all_finite=True)
+        check_privacy_seed(self._owner, self.random_state)
+        n, n_columns = X.shape
+        categories, codes = [], np.empty((n, n_columns), dtype=np.int64)
+        for j in range(n_columns):
+            # The category lists are a function of D only (Definition 1 conditions on D);
+            # they are released so that samples can be decoded.
+            cats, codes[:, j] = np.unique(X[:, j], return_inverse=True)
+            categories.append(cats)
+        names = getattr(probe, "feature_names_in_", None)
+        marginals = self._structure(codes, names)
+        if self.train_size == 1.0:
+            rows_k, k_calibration = n, n // 2  # halves of the given D_train stand in for D
+        else:
+            rows_k = k_calibration = int(round(self.train_size * n))
+        if k_calibration < 1 or k_calibration >= n:
+            raise ValueError(
+                f"{self._owner}: train_size={self.train_size} of n_samples={n} gives "
+                f"k={k_calibration} rows; it needs at least 1 row in D_train and 1 outside. "
+                "Pass more rows."
+            )
+        rng = resolve_rng(self.random_state)
+        sizes = [len(c) for c in categories]
+        shapes = [tuple(sizes[j] for j in m) for m in marginals]
+        n_cells = sum(int(np.prod(s)) for s in shapes)
+        noise, attrs = self._noise(codes, marginals, k_calibration, n_cells, rng)
+        rows = np.arange(n) if rows_k == n else np.sort(rng.choice(n, size=rows_k, replace=False))
+        noisy, start = [], 0
+        for m, shape in zip(marginals, shapes):
+            cell = np.ravel_multi_index(tuple(codes[rows, j] for j in m), shape)
+            size = int(np.prod(shape))
+            fractions = np.bincount(cell, minlength=size) / rows_k
+            noisy.append((fractions + noise[start:start + size]).reshape(shape))
+            start += size
+        tables, one_way = _consistent_tables(marginals, noisy, sizes)
+        del noisy, noise, rows, codes  # the noisy tables are released only post-processed
+        fitted = {
+            "categories_": categories,
+            "marginals_": marginals,
+            "tables_": tables,
+            "one_way_": one_way,
+            "n_train_": int(rows_k),
+            "n_features_in_": probe.n_features_in_,
+            **attrs,
+        }
+        if hasattr(probe, "feature_names_in_"):
+            fitted["feature_names_in_"] = probe.feature_names_in_
+        for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
+            delattr(self, name)
+        self.__dict__.update(fitted)
+        return self
+
+    def sample(self, n_samples: int = 1, random_state=None) -> np.ndarray:
+        """Draw synthetic records table by table along the released structure.
+
+        The tables are visited in a fixed plan; each draws the columns it introduces from
+        its released law conditioned on the columns already drawn (a tree of pairs is
+        sampled from a root down its edges; a 1-way table draws its column from the
+        consensus 1-way law). Post-processing of the release: a fixed seed costs no privacy.
+
+        Parameters
+        ----------
+        n_samples : int, default=1
+        random_state : None, int or Generator, default=None
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_columns)
+            Values from ``categories_`` (object dtype when the columns' types differ).
+        """
+        check_is_fitted(self)
+        n_samples = check_int(self._owner, "n_samples", n_samples, 1, None)
+        rng = resolve_rng(random_state)
+        c = len(self.categories_)
+        codes = np.full((n_samples, c), -1, dtype=np.int64)
+        for index, new in _sampling_plan(self._owner, self.marginals_):
+            m, table = self.marginals_[index], self.tables_[index]
+            old = [j for j in m if j not in new]
+            # Axes: the columns already drawn first, then the new ones (flattened).
+            moved = np.moveaxis(table, [m.index(j) for j in old], list(range(len(old))))
+            flat = moved.reshape(moved.shape[: len(old)] + (-1,))
+            cond = flat[tuple(codes[:, j] for j in old)] if old else np.broadcast_to(flat, (n_samples, flat.size))
+            mass = cond.sum(axis=1, keepdims=True)
+            fallback = self.one_way_[new[0]]
+            for j in new[1:]:
+                fallback = np.outer(fallback, self.one_way_[j]).ravel()
+            cond = np.where(mass > 0, cond / np.where(mass > 0, mass, 1.0), fallback)
+            drawn = np.unravel_index(_draw(rng, cond), tuple(len(self.categories_[j]) for j in new))
+            for j, values in zip(new, drawn):
+                codes[:, j] = values
+        columns = [self.categories_[j][codes[:, j]] for j in range(c)]
+        dtypes = {col.dtype for col in columns}
+        out = np.empty((n_samples, c), dtype=dtypes.pop() if len(dtypes) == 1 else object)
+        for j, col in enumerate(columns):
+            out[:, j] = col
+        return out
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        tags.input_tags.categorical = True
+        tags.input_tags.string = True
+        tags.non_deterministic = True
+        return tags
+
+    def __sklearn_is_fitted__(self):
+        return hasattr(self, "tables_")
+
+
+def _draw(rng, probs):
+    """One category per row of ``probs`` (rows sum to 1) by inverse CDF."""
+    cdf = np.cumsum(probs, axis=1)
+    u = rng.random((probs.shape[0], 1)) * cdf[:, -1:]
+    return np.minimum((u > cdf).sum(axis=1), probs.shape[1] - 1)
+
+
+# ----------------------------------------------------------------------------- MIP
+class MIPMarginalSynthesizer(_MarginalSynthesizer):
+    """Synthetic categorical records from marginal tables released with an eta-MIP guarantee.
+
+    ``fit`` draws a random training subset ``D_train`` of ``k`` rows, counts its records in
+    every cell of the chosen 1- and 2-way marginals, and releases the cell fractions
+    (counts / k) with Gaussian noise ``s z``, ``s`` the smallest scale whose coupling bound
+    on the MIP level meets eta -- computed exactly, not estimated. The tables are then
+    made non-negative and consistent, and ``sample`` draws records along the tree of
+    tables. An attacker holding any record of the data cannot tell whether it was in
+    ``D_train`` with accuracy above ``1/2 + eta`` (Definition 1), whatever they do with the
+    tables or the samples (post-processing, Theorem 3).
+
+    Parameters
+    ----------
+    eta : float, default=0.1
+        Promised bound on the attacker's accuracy advantage over 1/2, in (0, 0.5].
+    marginals : "tree" or list, default="tree"
+        Which tables to release. ``"tree"``: the 2-way marginals of the Chow-Liu tree
+        (:func:`chow_liu_tree`) of the whole dataset D; with a ``label``, the tree of the
+        other columns given the label, released as the triples (label, parent, child) and
+        the pair (label, root) -- the tree-augmented naive Bayes structure, which keeps how
+        every column depends on the label. A list: entries are a column (index or name), a
+        pair or a triple of columns; they must be usable in one sampling pass (a forest of
+        pairs, or a tree of triples sharing a column; no cycle) and cover every column.
+    label : int, str or None, default=None
+        With ``marginals="tree"``: the column (index or name) to condition the tree on,
+        typically the target of a downstream model. ``None``: a plain Chow-Liu tree.
+    train_size : float, default=0.5
+        Fraction of the rows drawn at random into ``D_train``; ``1.0`` means the data passed
+        to ``fit`` already is the random training subset (the calibration then takes halves
+        of it as D, as :class:`~skmip.MIPNoiseWrapper` does).
+    random_state : None, int, numpy Generator or RandomState, default=None
+        Source of ``D_train`` and the noise. ``None`` draws fresh OS entropy, the only
+        setting under which the noise is secret; a fixed value emits a
+        :class:`~skmip.exceptions.PrivacyWarning`. :meth:`sample` has its own.
+
+    Attributes
+    ----------
+    categories_ : list of ndarray
+        The categories of each column (sorted distinct values of D).
+    marginals_ : list of tuple of int
+        The released marginals (column indices).
+    tables_ : list of ndarray
+        The released tables after post-processing: probabilities, non-negative, summing to
+        1, with 1-way margins equal to ``one_way_``.
+    one_way_ : list of ndarray
+        The consensus 1-way law of each column.
+    noise_scale_ : float
+        Standard deviation ``s`` of the Gaussian noise on each cell fraction
+        (``k s`` in counts).
+    coupling_eta_ : float
+        The coupling bound on the MIP level at ``noise_scale_`` (equal to eta up to
+        root-finding precision). It is the bound itself, computed exactly over every swap
+        partner of every record of D: no confidence level enters.
+    mip_bound_ : float
+        The promised eta.
+    n_train_ : int
+        Number of rows in ``D_train``.
+    n_features_in_ : int
+        Number of columns seen during ``fit``.
+    feature_names_in_ : ndarray of shape (n_columns,)
+        Column names of ``X``, when it has string column names.
+
+    Notes
+    -----
+    *Why the bound is exact.* A cell fraction is the mean over ``D_train`` of an indicator
+    feature, so swapping a record ``e`` for ``x*`` moves the released vector by exactly
+    ``sqrt(2 j) / k`` in norm, ``j`` the number of marginals on which the two records
+    differ, and in the coupling ``e`` is uniform on the other rows of D.
+    :func:`skmip.sensitivity.marginal_swap_deltas` lists the law of ``j`` for every record
+    of D; the coupling expectation is a finite sum (``docs/coupling.md``, "Statistics in
+    closed form").
+
+    *What may depend on D.* The Chow-Liu tree and the category lists are computed from the
+    whole dataset D, never from ``D_train``: given D they are fixed, like the noise scale
+    (Definition 1 is about membership in ``D_train`` given D). They are released, so they
+    reveal something about D itself; pass ``marginals`` as a list chosen from public
+    knowledge (or the same list for every dataset) when D's structure must stay private.
+
+    *Post-processing* (Theorem 3): the consensus of the 1-way laws, the least-squares move
+    of each table to them, clipping, iterative proportional fitting and sampling use the
+    noisy tables only.
+
+    References
+    ----------
+    Izzo et al., "Provable Membership Inference Privacy": Definition 1, Proposition 2,
+    Theorem 3. R. McKenna, G. Miklau, D. Sheldon (2021), "Winning the NIST Contest: A
+    scalable and general approach to differentially private synthetic data" (MST). C. Chow,
+    C. Liu (1968).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> a = rng.integers(0, 3, 2000)
+    >>> X = np.c_[a, (a + rng.integers(0, 2, 2000)) % 3, rng.integers(0, 2, 2000)]
+    >>> synth = MIPMarginalSynthesizer(eta=0.1).fit(X)
+    >>> synth.marginals_[0], round(synth.coupling_eta_, 6)
+    ((0, 1), 0.1)
+    >>> synth.sample(4, random_state=0).shape
+    (4, 3)
+    """
+
+    _owner = "MIPMarginalSynthesizer"
+
+    def __init__(self, *, eta: float = 0.1, marginals="tree", label=None, train_size: float = 0.5,
+                 random_state=None):
+        self.eta = eta
+        self.marginals = marginals
+        self.label = label
+        self.train_size = train_size
+        self.random_state = random_state
+
+    def _validate(self):
+        check_eta(self._owner, self.eta)
+        self._validate_common()
+
+    def _structure(self, codes, names):
+        if isinstance(self.marginals, str) and self.marginals == "tree":
+            if codes.shape[1] == 1:
+                return [(0,)]
+            # A function of D only (not of D_train): fixed given D, like the noise scale.
+            if self.label is None:
+                return chow_liu_tree(codes)
+            label = _column_index(self._owner, self.label, codes.shape[1], names, "label")
+            others = [j for j in range(codes.shape[1]) if j != label]
+            if len(others) == 1:
+                return [tuple(sorted((label, others[0])))]
+            edges = chow_liu_tree(codes, given=label)
+            return [tuple(sorted((label, edges[0][0])))] + [tuple(sorted((label, a, b))) for a, b in edges]
+        if isinstance(self.marginals, str):
+            raise ValueError(
+                f"{self._owner}: marginals must be 'tree' or a list of columns, pairs and triples "
+                f"of columns; got {self.marginals!r}."
+            )
+        if self.label is not None:
+            raise ValueError(
+                f"{self._owner}: label={self.label!r} shapes the 'tree' structure only; with a list "
+                "of marginals, include the label's tables in the list and leave label=None."
+            )
+        return _check_marginals(self._owner, self.marginals, codes.shape[1], names)
+
+    def _noise(self, codes, marginals, k_calibration, n_cells, rng):
+        from skmip.bounds import coupling_noise_scale
+        from skmip.sensitivity import marginal_swap_deltas
+
+        deltas = marginal_swap_deltas(codes, marginals, train_size=k_calibration)
+        cal = coupling_noise_scale(deltas.distances, self.eta, confidence=None, weights=deltas.weights,
+                                   train_fraction=deltas.train_fraction)
+        del deltas  # per-record sensitivities of the private data
+        noise = cal.noise_scale * rng.standard_normal(n_cells)
+        return noise, {"noise_scale_": float(cal.noise_scale), "coupling_eta_": float(cal.eta_point),
+                       "mip_bound_": float(self.eta)}
+
+
+# ----------------------------------------------------------------------------- DP baseline
+class DPMarginalSynthesizer(_MarginalSynthesizer):
+    """The same marginal synthesizer with (epsilon, delta)-DP noise: the baseline at equal promise.
+
+    The cell counts of ``D_train`` get Gaussian noise of the analytic Gaussian mechanism
+    (``delta > 0``; :func:`skmip.dp_baselines.gaussian_noise_scale`) or Laplace noise
+    (``delta = 0``), calibrated to the replace-one sensitivity of all tables at once; the
+    post-processing and the sampler are those of :class:`MIPMarginalSynthesizer`. Placed on
+    the MIP axis with ``epsilon = skmip.bounds.mip_to_dp_epsilon(eta, delta)`` (Izzo et al.,
+    Theorem 4).
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+        Privacy loss, > 0.
+    delta : float, default=0.0
+        ``0``: pure epsilon-DP by Laplace noise; ``> 0``: the Gaussian mechanism.
+    marginals : list or None, default=None
+        Columns and column pairs, as in :class:`MIPMarginalSynthesizer`. ``None``: every
+        1-way marginal. A structure chosen from the data (e.g. the MIP synthesizer's
+        ``marginals_``) is not covered by the DP guarantee: it hands the baseline a
+        structure for free.
+    train_size : float, default=0.5
+        Fraction of the rows drawn into ``D_train``.
+    random_state : None, int, numpy Generator or RandomState, default=None
+        Source of ``D_train`` and the noise (a fixed value warns, as for MIP).
+
+    Attributes
+    ----------
+    categories_ : list of ndarray
+        As in :class:`MIPMarginalSynthesizer`.
+    marginals_ : list of tuple of int
+        As in :class:`MIPMarginalSynthesizer`.
+    tables_ : list of ndarray
+        As in :class:`MIPMarginalSynthesizer`.
+    one_way_ : list of ndarray
+        As in :class:`MIPMarginalSynthesizer`.
+    n_train_ : int
+        Number of rows in ``D_train``.
+    n_features_in_ : int
+        Number of columns seen during ``fit``.
+    feature_names_in_ : ndarray of shape (n_columns,)
+        Column names of ``X``, when it has string column names.
+    noise_scale_ : float
+        Standard deviation of the noise on each cell fraction (counts / ``n_train_``).
+
+    Notes
+    -----
+    Replacing one record changes two cells of each of the ``m`` tables by one count: L2
+    sensitivity ``sqrt(2 m)`` (Gaussian), L1 sensitivity ``2 m`` (Laplace, scale
+    ``2 m / epsilon``). Neighbours by replacement are those of Theorem 4's proof (Lemma 12).
+
+    References
+    ----------
+    Dwork & Roth (2014), Theorem 3.6 (Laplace); Balle & Wang (2018) (analytic Gaussian);
+    Izzo et al., Theorem 4.
+
+    Examples
+    --------
+    >>> X = np.random.default_rng(0).integers(0, 3, size=(1000, 2))
+    >>> dp = DPMarginalSynthesizer(epsilon=1.0, marginals=[(0, 1)]).fit(X)
+    >>> round(dp.noise_scale_ * dp.n_train_, 3)   # Laplace scale 2 m / epsilon, in counts
+    2.828
+    """
+
+    _owner = "DPMarginalSynthesizer"
+
+    def __init__(self, *, epsilon: float = 1.0, delta: float = 0.0, marginals=None, train_size: float = 0.5,
+                 random_state=None):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.marginals = marginals
+        self.train_size = train_size
+        self.random_state = random_state
+
+    def _validate(self):
+        check_interval(self._owner, "epsilon", self.epsilon, 0, None, closed="neither")
+        if math.isinf(self.epsilon):
+            raise ValueError(f"{self._owner}: epsilon must be finite; got {self.epsilon!r}.")
+        check_interval(self._owner, "delta", self.delta, 0, 1, closed="left",
+                       why="0 gives pure DP by Laplace noise; use delta well below 1/n_samples otherwise.")
+        self._validate_common()
+
+    def _structure(self, codes, names):
+        if self.marginals is None:
+            return [(j,) for j in range(codes.shape[1])]
+        return _check_marginals(self._owner, self.marginals, codes.shape[1], names)
+
+    def _noise(self, codes, marginals, k_calibration, n_cells, rng):
+        from skmip.dp_baselines import gaussian_noise_scale
+
+        m = len(marginals)
+        k = codes.shape[0] if self.train_size == 1.0 else k_calibration
+        if self.delta > 0:
+            sd_counts = gaussian_noise_scale(self.epsilon, self.delta, math.sqrt(2.0 * m))
+            noise = sd_counts * rng.standard_normal(n_cells)
+        else:
+            # Laplace(b) has standard deviation b sqrt(2).
+            b = 2.0 * m / self.epsilon
+            noise, sd_counts = rng.laplace(scale=b, size=n_cells), b * math.sqrt(2.0)
+        return noise / k, {"noise_scale_": float(sd_counts / k)}
