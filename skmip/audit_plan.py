@@ -358,7 +358,7 @@ def _mip_reason(est):
     return None
 
 
-def _dp_learner(spec, est, d, k):
+def _dp_learner(spec, est, d, k, sampling_rate, n_rows):
     """The DP counterpart of ``est`` for SubsampledDPClassifier, or (None, reason)."""
     if spec.kind == "logreg":
         from skmip.dp_logistic import DPLogisticRegression
@@ -367,7 +367,11 @@ def _dp_learner(spec, est, d, k):
     if spec.kind == "torch-mlp":
         from skmip.nn import DPNeuralNetClassifier
 
-        return DPNeuralNetClassifier(privacy="dp", **_torch_mlp_params(d, k)), "DP-SGD MLP"
+        params = _torch_mlp_params(d, k)
+        # The learner sees a Poisson subsample of a game's member set, about T/2 of the pool;
+        # DP-SGD's batches must fit in the smallest of them.
+        params["batch_size"] = max(4, min(params["batch_size"], int(0.25 * sampling_rate * n_rows)))
+        return DPNeuralNetClassifier(privacy="dp", **params), "DP-SGD MLP"
     if "epsilon" in est.get_params(deep=False):
         return est, type(est).__name__
     return None, (
@@ -392,7 +396,7 @@ def _noisy_sgd_base(spec, est, d, k):
     )
 
 
-def plan_rows(specs_and_defenses, options, n_features, n_classes):
+def plan_rows(specs_and_defenses, options, n_features, n_classes, n_rows):
     """The rows of the run and the skipped (estimator, defense) pairs.
 
     Parameters
@@ -404,6 +408,8 @@ def plan_rows(specs_and_defenses, options, n_features, n_classes):
         ``sampling_rate``, ``mu``, ``epsilon`` as parsed by the command line.
     n_features, n_classes : int
         Of the data (torch modules are built for them).
+    n_rows : int
+        Rows of the audit pool (DP-SGD's batches must fit in a subsample of it).
 
     Returns
     -------
@@ -439,7 +445,7 @@ def plan_rows(specs_and_defenses, options, n_features, n_classes):
                         eta=eta, promised_tpr=float(mip_tpr_bound(FPR, eta)),
                     ))
         if "subsampled-dp" in asked:
-            learner, what = _dp_learner(spec, est, d, k)
+            learner, what = _dp_learner(spec, est, d, k, options.sampling_rate, n_rows)
             if learner is None:
                 skipped.append(Skipped(spec.name, "subsampled-dp", what))
             else:

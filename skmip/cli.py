@@ -270,7 +270,7 @@ def run(args, say=print):
     say(f"dataset {bunch.description}: {len(X)} rows, {X.shape[1]} features; "
         f"{len(X_pool)} in the audit pool, {len(X_test)} held out for utility")
     try:
-        plans, skipped = plan_rows(pairs, args, X.shape[1], np.unique(y).size)
+        plans, skipped = plan_rows(pairs, args, X.shape[1], np.unique(y).size, len(X_pool))
     except PlanError as exc:
         raise CLIError(str(exc)) from None
     for s in skipped:
@@ -286,11 +286,9 @@ def run(args, say=print):
             warnings.filterwarnings("ignore", module="opacus")
             try:
                 model = fix_inner_random_state(plan.make(), args.seed).fit(X_pool, y_pool)
-            except ValueError as exc:
-                note = _missing_values_hint(exc, args)
-                if note:
-                    raise CLIError(f"--estimator {plan.estimator}: {note}") from None
-                raise
+            except Exception as exc:  # noqa: BLE001 - the user's estimator may raise anything
+                note = _missing_values_hint(exc, args) or f"{type(exc).__name__}: {exc}"
+                raise CLIError(f"{plan.estimator} ({plan.defense}): fitting failed: {note}") from None
             utility = float(model.score(X_test, y_test))
             say(f"{label}: membership game with {args.n_models} models (LiRA)")
             audited = plan.make()
