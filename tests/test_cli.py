@@ -209,3 +209,19 @@ def test_the_leaky_network_and_its_gmip_version(tmp_path):
     assert gmip["tpr_at_1pct_fpr"] < 5 * data["fpr"]
     assert gmip["tpr_at_1pct_fpr"] <= gmip["promised_tpr_at_1pct_fpr"] and gmip["bound_holds"]
     assert gmip["accuracy_cost"] < 0.05
+
+
+def test_without_the_torch_extra_the_network_is_scikit_learns(monkeypatch):
+    """No torch: `mlp` is MLPClassifier and noisy SGD is named with the install line."""
+    from types import SimpleNamespace
+
+    from skmip import audit_plan
+
+    monkeypatch.setattr(audit_plan, "torch_available", lambda: False)
+    spec = audit_plan.estimator_from_name("mlp")
+    assert spec.kind == "sklearn-mlp" and type(spec.make(5, 2)).__name__ == "MLPClassifier"
+    options = SimpleNamespace(eta=[0.3], mip_method="auto", n_rounds=60, n_splits=16, bound=0.881,
+                              sampling_rate=0.5, mu=1.0, epsilon=2.0)
+    rows, skipped = audit_plan.plan_rows([(spec, ["gmip", "mip"])], options, 5, 2, 200)
+    assert [r.defense for r in rows] == ["baseline", "MIP eta=0.3"]
+    assert [(s.defense, "skmip[torch]" in s.reason) for s in skipped] == [("gmip", True)]
