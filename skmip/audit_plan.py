@@ -383,11 +383,13 @@ def _dp_learner(spec, est, d, k, sampling_rate, n_rows):
 
 def _noisy_sgd_base(spec, est, d, k):
     """Keyword arguments of a DPNeuralNetClassifier with ``est``'s network, or (None, reason)."""
-    if spec.kind == "torch-mlp":
-        return _torch_mlp_params(d, k), None
-    if not torch_available():
+    if spec.kind != "torch-mlp" and not torch_available():
         return None, 'noisy SGD trains torch networks and needs the torch extra: pip install "skmip[torch]"'
-    if type(est).__name__ == "NeuralNetClassifier" and type(est).__module__.startswith("skmip.nn"):
+    if spec.kind == "torch-mlp" or (
+        type(est).__name__ == "NeuralNetClassifier" and type(est).__module__.startswith("skmip.nn")
+    ):
+        # The same network and steps (any --param included); the private sampler replaces
+        # the data loader's shuffling.
         params = {k_: v for k_, v in est.get_params(deep=False).items() if not k_.startswith("iterator_train__")}
         return params, None
     return None, (
