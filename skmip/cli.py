@@ -1,10 +1,16 @@
 """The ``skmip`` command: audit a model and its private versions on real data, in one go.
 
-``skmip`` with no arguments trains a baseline logistic regression on a bundled real dataset,
-the same model under :class:`~skmip.MIPNoiseWrapper` at a few eta and under
-:class:`~skmip.SubsampledDPClassifier` at a fixed positive-accuracy bound, audits each with
-:class:`~skmip.scoring.MIAttackScorer` (LiRA) and prints a table: utility, measured attack
-success, and the promised bound beside each.
+``skmip`` with no arguments audits, on the bundled UCI German credit data, a small neural
+network that leaks (LiRA finds members at many times the false-positive rate) next to the
+same network trained by noisy SGD calibrated to mu-GMIP (Leemann et al.), and a logistic
+regression next to its coupling-calibrated :class:`~skmip.MIPNoiseWrapper` version. Each model
+is attacked with :class:`~skmip.scoring.MIAttackScorer` (LiRA) and the table shows utility,
+measured attack success and the promised bound side by side.
+
+``--estimator`` audits what you run instead: an alias, an import path with parameters, or a
+pickled estimator (``--estimator-file``); :mod:`skmip.audit_plan` decides which defenses
+apply to it and says why the others do not. The table and the HTML report are written by
+:mod:`skmip.report`.
 """
 
 from __future__ import annotations
@@ -18,11 +24,14 @@ import warnings
 
 import numpy as np
 
-__all__ = ["main", "build_parser", "run"]
+from skmip.audit_plan import ALIASES, DEFENSES, FPR, SHOWCASE, PlanError
+from skmip.report import NOTE, format_table
 
-ESTIMATORS = ("logreg", "mlp")
-DEFENSES = ("none", "mip", "subsampled-dp")
+__all__ = ["main", "build_parser", "run", "format_table"]
+
+ESTIMATORS = ALIASES  # kept for scripts that read it
 MIN_ROWS = 40
+DEFAULT_DATASET = "german_credit"
 
 
 class CLIError(Exception):
@@ -36,21 +45,47 @@ def build_parser() -> argparse.ArgumentParser:
         prog="skmip",
         description=(
             "Audit a model and its membership-inference-private versions on real data: "
-            "utility, measured attack success (LiRA) and the promised bound, side by side."
+            "utility, measured attack success (LiRA) and the promised bound, side by side. "
+            "With no --estimator: a neural network that leaks next to its GMIP noisy-SGD "
+            "version, and a logistic regression next to its coupling-calibrated MIP version."
         ),
     )
-    p.add_argument("--dataset", default="breast_cancer",
-                   help=f"a bundled dataset ({', '.join(DATASETS)}) or a path to a numeric CSV "
-                        "file with a header (then --target is required). Default: breast_cancer.")
+    p.add_argument("--dataset", default=DEFAULT_DATASET,
+                   help=f"a bundled dataset ({', '.join(DATASETS)}) or a path to a CSV file with a "
+                        f"header (then --target is required). Default: {DEFAULT_DATASET}.")
     p.add_argument("--target", help="label column of a CSV dataset")
-    p.add_argument("--estimator", choices=ESTIMATORS, default="logreg",
-                   help="model to train: logreg (LogisticRegression, C=0.1) or mlp "
-                        "(MLPClassifier, one hidden layer of 64). Default: logreg.")
+    p.add_argument("--categorical", action="append", metavar="COLUMN",
+                   help="CSV column of categories: one-hot encoded with the sorted values the file "
+                        "holds. Repeat for several.")
+    p.add_argument("--categories", action="append", metavar="COLUMN=A,B,...",
+                   help="CSV column of categories with its public category list (one-hot; a value "
+                        "outside the list is an error). Repeat for several.")
+    p.add_argument("--missing", choices=("fill", "keep"), default="fill",
+                   help="missing numeric cells of a CSV: fill (after standardising, set to 0, the "
+                        "column's mean over the file, and add a 0/1 column COLUMN=missing) or keep "
+                        "(pass NaN to the estimator, e.g. a Pipeline with SimpleImputer from "
+                        "--estimator-file, so the imputation is part of what is audited). Default: fill.")
+    p.add_argument("--estimator", action="append", metavar="NAME",
+                   help="model to audit; repeat for several. An alias: logreg (LogisticRegression, "
+                        "C=0.1) or mlp (one hidden layer of 64: a seeded skorch net when the torch "
+                        "extra is installed, else scikit-learn's MLPClassifier); or an import path, "
+                        "with parameters as scikit-learn prints them: "
+                        "'sklearn.ensemble.HistGradientBoostingClassifier(max_iter=200)'. "
+                        "Default: mlp and logreg with the defenses that fix them.")
+    p.add_argument("--param", action="append", metavar="NAME=VALUE",
+                   help="parameter of every --estimator (a Python literal; other text is a string), "
+                        "e.g. --param max_iter=200. Repeat for several.")
+    p.add_argument("--estimator-file", action="append", metavar="MODEL.pkl",
+                   help="a pickled unfitted classifier or Pipeline (pickle.dump or joblib.dump) to "
+                        "audit. Unpickling runs code from the file: only use files you trust.")
     p.add_argument("--defense", choices=DEFENSES, action="append",
-                   help="defense(s) to audit; repeat the option for several. "
-                        "Default: all three (none = the unprotected baseline).")
+                   help="defense(s) to audit; repeat for several: mip (MIPNoiseWrapper), "
+                        "subsampled-dp (SubsampledDPClassifier), dp-sgd and gmip (noisy SGD of a "
+                        "torch network). The baseline (none) is always shown. Default: every "
+                        "defense that applies to each estimator; the others are listed with the reason.")
     p.add_argument("--eta", type=float, action="append",
-                   help="eta of the MIP defense; repeat for several. Default: 0.1, 0.3.")
+                   help="eta of the MIP defense; repeat for several. Default: 0.1 and 0.3 "
+                        "(0.3 in the no-argument run).")
     p.add_argument("--mip-method", choices=("auto", "coupling", "moments"), default="auto",
                    help="noise calibration of MIPNoiseWrapper: coupling (tight; logistic "
                         "regression), moments (Izzo et al. Cor. 10, any model) or auto "
@@ -59,6 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="rounds of swap distances for the coupling calibration (the wrapper's "
                         "default for a release is 1000; fewer rounds need more noise and only "
                         "allow larger eta). Default: 150.")
+    p.add_argument("--mu", type=float, default=1.0,
+                   help="mu of the GMIP noisy-SGD defense (Leemann et al.). Default: 1.")
+    p.add_argument("--epsilon", type=float, default=2.0,
+                   help="epsilon of the DP-SGD defense (delta = 1/(10 n)). Default: 2.")
     p.add_argument("--bound", type=float, default=0.881,
                    help="target positive-accuracy bound of the subsampled-DP defense "
                         "(Thudi et al. Thm 3.3). Default: 0.881.")
@@ -70,13 +109,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="random subsets over which MIPNoiseWrapper measures the spread. Default: 32.")
     p.add_argument("--n-samples", type=int, default=None,
                    help="use a random subset of this many rows (quick runs on large data)")
-    p.add_argument("--n-jobs", type=int, default=None, help="parallel fits (joblib)")
+    p.add_argument("--n-jobs", type=int, default=None,
+                   help="models of a membership game fitted in parallel (joblib processes; -1: all "
+                        "cores). Default: all cores for the MIP rows, where every model is a whole "
+                        "noise calibration; one process for the others, whose fits take less time "
+                        "than starting a worker.")
     p.add_argument("--seed", type=int, default=0,
-                   help="seed of the audit (splits, games). The defenses' noise is seeded from "
-                        "it too, which is right for an audit and wrong for a release. Default: 0.")
+                   help="seed of the audit (splits, games, and each model's seed in the game). "
+                        "Right for an audit, wrong for a release. Default: 0.")
     p.add_argument("--json", metavar="OUT", help="also write the results as JSON to OUT")
     p.add_argument("--report", metavar="OUT.html",
-                   help="also write a self-contained HTML report with ROC and privacy-utility plots")
+                   help="also write a self-contained HTML report: the ROC curves of all rows on "
+                        "log-log axes with the promised bounds, and a privacy-utility plot")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     return p
 
@@ -91,18 +135,34 @@ def _progress(enabled):
     return say
 
 
+def _category_lists(args):
+    out = {}
+    for item in args.categories or []:
+        name, sep, values = item.partition("=")
+        cats = [v.strip() for v in values.split(",") if v.strip()]
+        if not sep or not name.strip() or not cats:
+            raise CLIError(f"--categories {item!r}: expected COLUMN=A,B,..., e.g. --categories colour=red,green,blue.")
+        out[name.strip()] = cats
+    return out
+
+
 def _load(args):
     from skmip.datasets import DATASETS, load_csv, load_dataset
 
+    csv_options = args.categorical or args.categories
     if args.dataset in DATASETS:
+        if csv_options:
+            raise CLIError(f"--categorical/--categories describe a CSV file; --dataset {args.dataset} is bundled and already encoded.")
         bunch = load_dataset(args.dataset, n_samples=args.n_samples, random_state=args.seed)
+        bunch.missing = {}
     elif args.dataset.lower().endswith(".csv") or os.path.exists(args.dataset):
         if not args.target:
             raise CLIError(f"--dataset {args.dataset} is a CSV file: name its label column with --target COLUMN.")
         if not os.path.exists(args.dataset):
             raise CLIError(f"--dataset: no such file: {args.dataset}")
         try:
-            bunch = load_csv(args.dataset, args.target)
+            bunch = load_csv(args.dataset, args.target, categorical=args.categorical or (),
+                             categories=_category_lists(args))
         except (ValueError, UnicodeDecodeError) as exc:
             raise CLIError(str(exc)) from None
         if args.n_samples is not None and args.n_samples < len(bunch.data):
@@ -121,121 +181,178 @@ def _load(args):
     return bunch
 
 
-def _make_estimator(name, seed):
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.neural_network import MLPClassifier
+def _preprocess(bunch, missing, say):
+    """Standardise with the whole file's statistics; fill or keep missing numeric cells.
 
-    if name == "logreg":
-        return LogisticRegression(C=0.1, max_iter=2000)
-    return MLPClassifier(hidden_layer_sizes=(64,), alpha=1e-4, max_iter=300, random_state=seed)
+    Both are fixed functions of the whole file, computed before any model is trained (as in
+    the papers' experiments): the audit covers the training, not this step. ``keep`` leaves
+    NaN for an estimator or Pipeline that handles it, which is then audited with it.
+    """
+    from sklearn.preprocessing import StandardScaler
+
+    X = StandardScaler().fit_transform(bunch.data)  # NaN-aware: ignored in fit, kept in transform
+    names = list(bunch.feature_names)
+    holes = np.isnan(X)
+    if holes.any():
+        cols = np.flatnonzero(holes.any(axis=0))
+        listed = ", ".join(f"{names[j]} ({int(holes[:, j].sum())})" for j in cols)
+        if missing == "fill":
+            X = np.where(holes, 0.0, X)
+            X = np.hstack([X, holes[:, cols].astype(np.float64)])
+            names += [f"{names[j]}=missing" for j in cols]
+            say(f"missing cells in {listed}: set to the column mean, with a 0/1 column COLUMN=missing each")
+        else:
+            say(f"missing cells in {listed}: passed to the estimator as NaN (--missing keep)")
+    return X, names
 
 
-def _defenses(args, n_classes):
-    """(label, estimator factory, promise text) for each audited model."""
-    from skmip import MIPNoiseWrapper, SubsampledDPClassifier
-    from skmip.dp_logistic import DPLogisticRegression
+def _parse_estimators(args):
+    """[(EstimatorSpec, defenses or None)] in the order given; the showcase when none is."""
+    from skmip.audit_plan import estimator_from_file, estimator_from_name, parse_params
 
-    chosen = args.defense or list(DEFENSES)
-    etas = args.eta or [0.1, 0.3]
-    out = []
-    if "none" in chosen:
-        out.append(("baseline", lambda: _make_estimator(args.estimator, args.seed), "none"))
-    if "mip" in chosen:
-        for eta in etas:
-            def factory(eta=eta):
-                return MIPNoiseWrapper(
-                    _make_estimator(args.estimator, args.seed), eta=eta, n_splits=args.n_splits,
-                    method=args.mip_method, n_rounds=args.n_rounds, random_state=args.seed,
-                )
+    params = parse_params(args.param)
+    if params and not args.estimator:
+        raise CLIError("--param sets parameters of an --estimator; name one, e.g. --estimator "
+                       "sklearn.ensemble.RandomForestClassifier --param max_depth=5.")
+    specs = [estimator_from_name(text, params) for text in args.estimator or []]
+    specs += [estimator_from_file(path) for path in args.estimator_file or []]
+    wanted = None if args.defense is None else [d for d in args.defense if d != "none"]
+    if specs:
+        return [(spec, wanted) for spec in specs], False
+    return [
+        (estimator_from_name(name), list(defenses) if wanted is None else wanted)
+        for name, defenses in SHOWCASE
+    ], True
 
-            out.append((f"MIP eta={eta:g}", factory,
-                        f"eta-MIP, eta={eta:g}: accuracy <= {0.5 + eta:.3g}, TPR <= FPR + {2 * eta:.3g} "
-                        "(Izzo et al. Def. 1, Thm 8 corrected)"))
-    if "subsampled-dp" in chosen:
-        def factory():
-            return SubsampledDPClassifier(
-                DPLogisticRegression(C=1.0), sampling_rate=args.sampling_rate,
-                target_bound=args.bound, random_state=args.seed,
-            )
 
-        out.append((f"subsampled DP T={args.sampling_rate:g}", factory,
-                     f"MI positive accuracy <= {args.bound:g} (Thudi et al. Thm 3.3)"))
-    return out
+def _missing_values_hint(exc, args):
+    text = str(exc)
+    if "NaN" in text and args.missing == "keep":
+        return (f"the estimator does not accept missing values ({text.splitlines()[0]}). Use "
+                "--missing fill, or a Pipeline with SimpleImputer via --estimator-file.")
+    return None
 
 
 def run(args, say=print):
-    """Run the audit described by parsed ``args``; return a list of result dicts."""
+    """Run the audit described by parsed ``args``.
+
+    Returns
+    -------
+    rows : list of dict
+        One per audited model (the fields of the ``--json`` output, plus private arrays under
+        keys starting with ``_``).
+    bunch : Bunch
+        The dataset, with ``skipped`` (the defenses that did not apply, and why),
+        ``estimators`` (their names) and ``showcase`` (whether the default plan ran).
+    """
     from sklearn.base import clone
     from sklearn.model_selection import train_test_split
-    from sklearn.preprocessing import StandardScaler
 
+    from skmip._random import fix_inner_random_state
+    from skmip.audit_plan import plan_rows
     from skmip.exceptions import PrivacyWarning
     from skmip.scoring import MIAttackScorer
 
+    try:
+        pairs, showcase = _parse_estimators(args)
+    except PlanError as exc:
+        raise CLIError(str(exc)) from None
+    if showcase and args.eta is None:
+        # One eta in the no-argument run: the coupling calibration is its slowest row.
+        args.eta = [0.3]
+    args.eta = args.eta or [0.1, 0.3]
     bunch = _load(args)
-    X, y = bunch.data, bunch.target
-    # Standardising with the whole file's statistics is a preprocessing step outside the
-    # audited algorithm (as in the papers' experiments); the audit covers the training.
-    X = StandardScaler().fit_transform(X)
+    X, names = _preprocess(bunch, args.missing, say)
+    y = bunch.target
     X_pool, X_test, y_pool, y_test = train_test_split(
         X, y, test_size=0.3, random_state=args.seed, stratify=y
     )
     say(f"dataset {bunch.description}: {len(X)} rows, {X.shape[1]} features; "
         f"{len(X_pool)} in the audit pool, {len(X_test)} held out for utility")
+    try:
+        plans, skipped = plan_rows(pairs, args, X.shape[1], np.unique(y).size, len(X_pool))
+    except PlanError as exc:
+        raise CLIError(str(exc)) from None
+    for s in skipped:
+        say(f"{s.estimator}: {s.defense} does not apply: {s.reason}")
     rows = []
-    plans = _defenses(args, np.unique(y).size)
-    for i, (label, factory, promise) in enumerate(plans, start=1):
-        say(f"[{i}/{len(plans)}] {label}: fitting for utility")
+    for i, plan in enumerate(plans, start=1):
+        label = f"[{i}/{len(plans)}] {plan.estimator}: {plan.defense}"
+        say(f"{label}: fitting for utility")
         with warnings.catch_warnings():
             # The audit fixes seeds on purpose; the warning is stated once in the output.
             warnings.simplefilter("ignore", PrivacyWarning)
             warnings.simplefilter("ignore", UserWarning)
-            model = factory().fit(X_pool, y_pool)
+            warnings.filterwarnings("ignore", module="opacus")
+            try:
+                model = fix_inner_random_state(plan.make(), args.seed).fit(X_pool, y_pool)
+            except Exception as exc:  # noqa: BLE001 - the user's estimator may raise anything
+                note = _missing_values_hint(exc, args) or f"{type(exc).__name__}: {exc}"
+                raise CLIError(f"{plan.estimator} ({plan.defense}): fitting failed: {note}") from None
             utility = float(model.score(X_test, y_test))
-            say(f"[{i}/{len(plans)}] {label}: membership game with {args.n_models} models (LiRA)")
-            audited = factory()
+            say(f"{label}: membership game with {args.n_models} models (LiRA)")
+            audited = plan.make()
             if "train_size" in audited.get_params():
                 # Exact audit of Definition 1: the game's random half is the wrapper's D_train.
                 audited = clone(audited).set_params(train_size=1.0)
+            n_jobs = args.n_jobs
+            if n_jobs is None:
+                n_jobs = -1 if plan.key == "mip" else 1
             scorer = MIAttackScorer(
-                audited, attack="lira", n_models=args.n_models, fpr=0.01,
-                sampling="bernoulli" if "sampling_rate" in audited.get_params() else "exact",
-                member_rate=0.5, random_state=args.seed, n_jobs=args.n_jobs,
+                audited, attack="lira", n_models=args.n_models, fpr=FPR,
+                sampling=plan.sampling, member_rate=0.5, random_state=args.seed, n_jobs=n_jobs,
             ).fit(X_pool, y_pool)
+        promise, eta, promised = plan.promise, plan.eta, plan.promised_tpr
+        if plan.fitted_promise is not None:
+            promise, eta, promised = plan.fitted_promise(model)
         rows.append({
-            "defense": label,
+            "estimator": plan.estimator,
+            "defense": plan.defense,
             "promise": promise,
             "test_accuracy": utility,
             "auc": float(scorer.roc_auc_),
             "tpr_at_1pct_fpr": float(scorer.tpr_at_fpr_),
+            "promised_tpr_at_1pct_fpr": promised,
             "advantage": float(scorer.advantage_),
             "empirical_epsilon": float(scorer.empirical_epsilon_),
             "positive_accuracy": float(scorer.positive_accuracy_),
             "bound": None if scorer.bound_ is None else float(scorer.bound_),
             "bound_holds": scorer.bound_holds_,
+            "_eta": eta,
+            "_mu": plan.mu,
             "_membership": scorer.membership_,
             "_scores": scorer.scores_,
         })
-    return rows, bunch
-
-
-def format_table(rows) -> str:
-    head = ["defense", "test acc", "AUC", "TPR@1%FPR", "advantage", "emp. eps", "bound holds", "promise"]
-    body = []
+    base = {r["estimator"]: r["test_accuracy"] for r in rows if r["defense"] == "baseline"}
     for r in rows:
-        holds = {True: "yes", False: "NO", None: "-"}[r["bound_holds"]]
-        body.append([
-            r["defense"], f"{r['test_accuracy']:.3f}", f"{r['auc']:.3f}", f"{r['tpr_at_1pct_fpr']:.3f}",
-            f"{r['advantage']:.3f}", f"{r['empirical_epsilon']:.2f}", holds, r["promise"],
-        ])
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
-    lines = ["  ".join(str(x).ljust(w) for x, w in zip(line, widths)).rstrip() for line in [head, *body]]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+        r["accuracy_cost"] = base[r["estimator"]] - r["test_accuracy"]
+    bunch.skipped = skipped
+    bunch.estimators = list(dict.fromkeys(r["estimator"] for r in rows))
+    bunch.showcase = showcase
+    bunch.feature_names = names
+    return rows, bunch
 
 
 def _public(rows):
     return [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]
+
+
+def _validate(args):
+    if args.n_models < 4:
+        raise CLIError(f"--n-models must be at least 4 for LiRA; got {args.n_models}.")
+    for eta in args.eta or []:
+        if not 0 < eta <= 0.5:
+            raise CLIError(f"--eta must be in (0, 0.5]; got {eta}. eta is the attacker's accuracy "
+                           "advantage over 1/2, so values above 0.5 promise nothing.")
+    if not args.mu > 0:
+        raise CLIError(f"--mu must be positive; got {args.mu}. mu = 0 would mean no training signal at all.")
+    if not args.epsilon > 0:
+        raise CLIError(f"--epsilon must be positive; got {args.epsilon}.")
+    if args.report:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise CLIError('--report needs matplotlib: pip install "skmip[plot]"') from None
 
 
 def main(argv=None) -> int:
@@ -244,35 +361,33 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     say = _progress(not args.quiet)
     try:
-        if args.n_models < 4:
-            raise CLIError(f"--n-models must be at least 4 for LiRA; got {args.n_models}.")
-        for eta in args.eta or []:
-            if not 0 < eta <= 0.5:
-                raise CLIError(f"--eta must be in (0, 0.5]; got {eta}.")
-        if args.report:
-            try:
-                import matplotlib  # noqa: F401
-            except ImportError:
-                raise CLIError('--report needs matplotlib: pip install "skmip[plot]"') from None
+        _validate(args)
         rows, bunch = run(args, say)
     except CLIError as exc:
         print(f"skmip: error: {exc}", file=sys.stderr)
         return 2
-    print(f"\nMembership-inference audit on {bunch.description} ({args.estimator}, LiRA, "
+    names = ", ".join(bunch.estimators)
+    print(f"\nMembership-inference audit on {bunch.description} ({names}; LiRA, "
           f"{args.n_models} models, seed {args.seed})\n")
     print(format_table(rows))
-    print("\nadvantage = max(TPR - FPR); an eta-MIP model promises advantage <= 2 eta. "
-          "'bound holds' tests the promise along the whole ROC at 95% confidence.\n"
-          "Seeds were fixed for this audit: never publish a model whose noise seed is known.")
+    notes = [f"{s.estimator}: {s.defense} does not apply: {s.reason}." for s in bunch.skipped]
+    print("\n" + NOTE)
+    for line in notes:
+        print(line)
+    print("Seeds were fixed for this audit: never publish a model whose noise seed is known.")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"dataset": bunch.description, "estimator": args.estimator,
-                       "n_models": args.n_models, "seed": args.seed, "results": _public(rows)}, fh, indent=2)
+            json.dump({
+                "dataset": bunch.description, "estimator": names, "estimators": bunch.estimators,
+                "n_models": args.n_models, "seed": args.seed, "fpr": FPR, "results": _public(rows),
+                "not_applicable": [vars(s) for s in bunch.skipped],
+                "feature_names": list(bunch.feature_names),
+            }, fh, indent=2)
         say(f"wrote {args.json}")
     if args.report:
         from skmip.report import write_html_report
 
-        write_html_report(args.report, rows, title=f"skmip audit: {bunch.description}")
+        write_html_report(args.report, rows, title=f"skmip audit: {bunch.description}", notes=notes)
         say(f"wrote {args.report}")
     return 0
 

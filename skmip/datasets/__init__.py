@@ -136,17 +136,69 @@ def load_dataset(name: str, *, n_samples: int | None = None, random_state=0) -> 
     return Bunch(data=X, target=y, feature_names=names, target_names=target_names, description=description)
 
 
-def load_csv(path: str, target: str) -> Bunch:
-    """Load a numeric CSV file with a header row; ``target`` names the label column.
+#: Cells read as missing in a CSV file (compared case-insensitively, after stripping spaces).
+MISSING_TOKENS = ("", "?", "na", "n/a", "nan", "null", "none")
+
+
+def _is_missing(cell: str) -> bool:
+    return cell.strip().lower() in MISSING_TOKENS
+
+
+def load_csv(path: str, target: str, *, categorical=(), categories=None) -> Bunch:
+    """Load a CSV file with a header row; ``target`` names the label column.
+
+    Numeric columns are read as floats. A column of labels (strings) must be declared, and
+    is then one-hot encoded with a public category list: read from the file
+    (``categorical``) or given by you (``categories``). Missing cells
+    (:data:`MISSING_TOKENS`: empty, ``?``, ``NA``, ``NaN``, ``null``, ``None``) are kept as
+    NaN in numeric columns and as an all-zero one-hot row in categorical ones.
+
+    Parameters
+    ----------
+    path : str
+        The file.
+    target : str
+        The label column (any values; classes are its sorted distinct values).
+    categorical : sequence of str, default=()
+        Columns to one-hot encode with the sorted list of the values the file holds.
+        The list is a function of the whole file, fixed before any model is trained (like
+        the standardisation the ``skmip`` command applies), so it is not part of what the
+        audit measures.
+    categories : dict of str to sequence of str, default=None
+        Columns to one-hot encode with a category list you give (e.g. from a data
+        dictionary): the encoding then does not depend on the file at all. A value outside
+        the list is an error.
+
+    Returns
+    -------
+    Bunch
+        ``data`` (float array; NaN where a numeric cell is missing), ``target``,
+        ``feature_names`` (``"column=value"`` for one-hot columns), ``target_names``,
+        ``description``, ``categories`` (the list used for each encoded column) and
+        ``missing`` (numeric column name -> number of missing cells, for columns with any).
 
     Raises
     ------
     FileNotFoundError
         If the file does not exist.
     ValueError
-        If the file is empty or malformed, the target column is missing, a feature is not
-        numeric (the message names the column and row), or values are missing.
+        If the file is empty or malformed, a named column is missing, a label is missing,
+        an undeclared column is not numeric (the message names the column and row and the
+        two ways to declare it), or a value is outside its given category list.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "toy.csv")
+    >>> _ = open(path, "w").write("age,colour,label\\n31,red,0\\n,blue,1\\n45,,1\\n")
+    >>> d = load_csv(path, "label", categorical=["colour"])
+    >>> d.feature_names, d.missing
+    (['age', 'colour=blue', 'colour=red'], {'age': 1})
+    >>> d.data[2].tolist()
+    [45.0, 0.0, 0.0]
     """
+    categories = {} if categories is None else {str(k): list(v) for k, v in categories.items()}
+    categorical = [str(c) for c in categorical]
     with open(path, newline="") as fh:
         try:
             rows = list(csv.reader(fh))
@@ -158,25 +210,71 @@ def load_csv(path: str, target: str) -> Bunch:
     header = [h.strip() for h in rows[0]]
     if target not in header:
         raise ValueError(f"{path}: no column named {target!r}; columns are {header}. Pass --target COLUMN.")
+    for name in [*categorical, *categories]:
+        if name not in header or name == target:
+            raise ValueError(
+                f"{path}: categorical column {name!r} is not a feature column of the file; "
+                f"feature columns are {[h for h in header if h != target]}."
+            )
     t = header.index(target)
-    data = np.empty((len(rows) - 1, len(header) - 1))
-    labels = []
-    for i, row in enumerate(rows[1:], start=2):
+    body = rows[1:]
+    for i, row in enumerate(body, start=2):
         if len(row) != len(header):
             raise ValueError(f"{path}: row {i} has {len(row)} fields but the header has {len(header)}.")
-        labels.append(row[t].strip())
-        for k, j in enumerate(jj for jj in range(len(header)) if jj != t):
+        if _is_missing(row[t]):
+            raise ValueError(
+                f"{path}: row {i} has no label in column {target!r}; drop unlabelled rows first "
+                "(a classifier cannot train or be scored on them)."
+            )
+    blocks, names, used, missing = [], [], {}, {}
+    for j, name in enumerate(header):
+        if j == t:
+            continue
+        cells = [row[j].strip() for row in body]
+        if name in categories or name in categorical:
+            if name in categories:
+                cats = [str(c) for c in categories[name]]
+                for i, c in enumerate(cells, start=2):
+                    if not _is_missing(c) and c not in cats:
+                        raise ValueError(
+                            f"{path}: column {name!r} row {i} has the value {c!r}, which is not in its "
+                            f"category list {cats}; add it to the list (--categories {name}=...)."
+                        )
+            else:
+                cats = sorted({c for c in cells if not _is_missing(c)})
+            index = {c: k for k, c in enumerate(cats)}
+            block = np.zeros((len(cells), len(cats)))
+            for i, c in enumerate(cells):
+                if c in index:  # a missing cell stays an all-zero row
+                    block[i, index[c]] = 1.0
+            blocks.append(block)
+            names += [f"{name}={c}" for c in cats]
+            used[name] = cats
+            continue
+        column = np.empty(len(cells))
+        for i, c in enumerate(cells):
+            if _is_missing(c):
+                column[i] = np.nan
+                continue
             try:
-                data[i - 2, k] = float(row[j])
+                column[i] = float(c)
             except ValueError:
                 raise ValueError(
-                    f"{path}: column {header[j]!r} row {i} is not numeric ({row[j]!r}); encode "
-                    "categorical features as numbers first."
+                    f"{path}: column {name!r} row {i + 2} is not numeric ({c!r}). If it holds "
+                    f"categories, declare it: --categorical {name} (one-hot, categories read from the "
+                    f"file) or --categories {name}=A,B,... (one-hot, your public list); in Python "
+                    f"load_csv(..., categorical=[{name!r}]) or categories={{{name!r}: [...]}}."
                 ) from None
-    if not np.isfinite(data).all():
-        raise ValueError(f"{path}: features contain NaN or infinite values; impute them first.")
+        if not np.isfinite(column[~np.isnan(column)]).all():
+            raise ValueError(f"{path}: column {name!r} holds infinite values; replace them first.")
+        if np.isnan(column).any():
+            missing[name] = int(np.isnan(column).sum())
+        blocks.append(column[:, None])
+        names.append(name)
+    labels = [row[t].strip() for row in body]
     _, y = np.unique(labels, return_inverse=True)
+    data = np.hstack(blocks) if blocks else np.empty((len(body), 0))
     return Bunch(
-        data=data, target=y, feature_names=[h for j, h in enumerate(header) if j != t],
-        target_names=sorted(set(labels)), description=f"CSV file {path}",
+        data=data, target=y, feature_names=names, target_names=sorted(set(labels)),
+        description=f"CSV file {path}", categories=used, missing=missing,
     )

@@ -32,12 +32,18 @@ scikit-learn.
 from __future__ import annotations
 
 import contextlib
-import numbers
 
 import numpy as np
 import skorch
 import torch
-from sklearn.utils import check_random_state
+from sklearn.base import clone
+
+from skmip.params import get_adapter
+
+# The seed primitives live one layer down (skmip.nn.seeds) so that the batched trainer can
+# use them without importing this module: seeding -> ensemble -> seeds, one way.
+from .ensemble import ensemble_vectors
+from .seeds import EpochPermutationSampler, fit_seeds, seeded_torch
 
 __all__ = [
     "SeededNetMixin",
@@ -47,88 +53,6 @@ __all__ = [
     "fit_seeds",
     "seeded_torch",
 ]
-
-
-def fit_seeds(random_state, offset: int = 0) -> tuple[int, int, int]:
-    """The seeds (module/dropout, data order, loader) a seeded net uses for one training call.
-
-    Parameters
-    ----------
-    random_state : None, int or numpy.random.RandomState
-        The net's ``random_state``.
-    offset : int, default=0
-        Number of epochs already trained (0 for a fresh ``fit``).
-
-    Returns
-    -------
-    init_seed, data_seed, loader_seed : int
-        Seeds for ``torch.manual_seed`` inside :func:`seeded_torch`, for the data-order
-        generator (one ``randperm`` per epoch) and for the ``DataLoader``'s own generator
-        (it draws a worker base seed at every epoch; kept apart so the permutations do
-        not depend on torch's loader internals).
-
-    Examples
-    --------
-    >>> fit_seeds(0) == fit_seeds(0)
-    True
-    >>> fit_seeds(0) == fit_seeds(0, offset=5)
-    False
-    """
-    if random_state is None:
-        seq = np.random.SeedSequence()
-    elif isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
-        seq = np.random.SeedSequence([int(random_state), int(offset)])
-    else:
-        rng = check_random_state(random_state)
-        seq = np.random.SeedSequence(rng.randint(0, 2**32 - 1, size=4, dtype=np.uint64).tolist())
-    init_seed, data_seed, loader_seed = (int(s) for s in seq.generate_state(3, dtype=np.uint32))
-    return init_seed, data_seed, loader_seed
-
-
-@contextlib.contextmanager
-def seeded_torch(seed: int):
-    """Seed torch's global generators for the duration of a block, then restore them.
-
-    The CPU generator and the generator of every visible CUDA device are saved on entry,
-    seeded with ``seed``, and restored on exit (``torch.random.fork_rng``): code outside
-    the block sees the global stream exactly as it left it. Not thread-safe.
-
-    Examples
-    --------
-    >>> before = torch.get_rng_state()
-    >>> with seeded_torch(1):
-    ...     a = torch.rand(2)
-    >>> with seeded_torch(1):
-    ...     b = torch.rand(2)
-    >>> bool(torch.equal(a, b)), bool(torch.equal(before, torch.get_rng_state()))
-    (True, True)
-    """
-    devices = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
-    with torch.random.fork_rng(devices=devices):
-        torch.manual_seed(int(seed))
-        yield
-
-
-class EpochPermutationSampler(torch.utils.data.Sampler):
-    """Yield a fresh random permutation of ``range(n)`` each epoch from a local generator.
-
-    Parameters
-    ----------
-    n : int
-        Number of rows.
-    generator : torch.Generator
-        Local generator, advanced by one ``torch.randperm(n)`` per epoch.
-    """
-
-    def __init__(self, n: int, generator: torch.Generator):
-        self.n = int(n)
-        self.generator = generator
-
-    def __iter__(self):
-        return iter(torch.randperm(self.n, generator=self.generator).tolist())
-
-    def __len__(self):
-        return self.n
 
 
 def _as_float32(X):
@@ -208,12 +132,6 @@ class SeededNetMixin:
         -------
         ndarray of shape (len(subsets), d)
         """
-        from sklearn.base import clone
-
-        from skmip.params import get_adapter
-
-        from .ensemble import ensemble_vectors
-
         try:
             return ensemble_vectors(self, X, y, subsets, adapter=adapter)
         except ValueError:
