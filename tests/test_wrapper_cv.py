@@ -89,7 +89,7 @@ def test_refit_false_releases_nothing(cancer):
     assert search.scores_.shape == (2, 1) and search.eta_ == 0.3
     for name in ("best_estimator_", "estimator_", "mip_bound_"):
         assert not hasattr(search, name)
-    assert not hasattr(search, "predict") and not hasattr(search, "score_samples")
+    assert not hasattr(search, "predict") and not hasattr(search, "score")
 
 
 def _results(etas, scores):
@@ -215,3 +215,13 @@ COUPLING_FAILED = {"check_fit2d_1feature": "estimate_swap_deltas' solver check o
 )
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+def test_scoring_is_used_for_the_folds_and_for_score(cancer):
+    from sklearn.metrics import get_scorer
+
+    X, y = cancer
+    search = MIPNoiseWrapperCV(LogisticRegression(C=0.1), etas=[0.3, 0.5], cv=2, scoring="roc_auc",
+                               method="moments", n_splits=4, random_state=0).fit(X, y)
+    assert np.all((search.scores_ >= 0) & (search.scores_ <= 1))
+    assert search.score(X, y) == get_scorer("roc_auc")(search.best_estimator_, X, y)

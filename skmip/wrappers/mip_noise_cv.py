@@ -16,13 +16,14 @@ from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
 from sklearn.utils import _safe_indexing
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from skmip._random import draw_seed, resolve_rng
 from skmip._rows import subset_fit_params
 from skmip._validation import check_eta, check_interval
 from skmip.exceptions import PrivacyWarning, check_privacy_seed
-from skmip.wrappers._delegate import ReleasedModelMixin
+from skmip.wrappers._delegate import ReleasedModelMixin, _released_has
 from skmip.wrappers.mip_noise import (
     MIPNoiseWrapper,
     check_classes,
@@ -42,6 +43,11 @@ _WRAPPER_PARAMS = (
     "radius", "sigma_from", "params", "n_jobs", "verbose",
 )
 _SELECTIONS = ("one_se", "best")
+
+
+def _can_score(search):
+    """A released model to score (``refit=True``), by ``scoring`` or by its own ``score``."""
+    return search.refit and (search.scoring is not None or _released_has("score")(search))
 
 
 class MIPNoiseWrapperCV(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
@@ -355,13 +361,12 @@ see MIPNoiseWrapper
         self.__dict__.update(fitted)
         return self
 
+    @available_if(_can_score)
     def score(self, X, y=None, **kwargs):
         """Score of the released model: ``scoring`` if given, else the model's own ``score``."""
         check_is_fitted(self)
         if self.scoring is None:
             return super().score(X, y, **kwargs)
-        if not self.refit:
-            raise AttributeError(f"{_OWNER}: refit=False releases no model to score.")
         return check_scoring(self.best_estimator_, scoring=self.scoring)(self.best_estimator_, X, y)
 
 
