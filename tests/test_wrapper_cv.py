@@ -225,3 +225,15 @@ def test_scoring_is_used_for_the_folds_and_for_score(cancer):
                                method="moments", n_splits=4, random_state=0).fit(X, y)
     assert np.all((search.scores_ >= 0) & (search.scores_ <= 1))
     assert search.score(X, y) == get_scorer("roc_auc")(search.best_estimator_, X, y)
+
+
+def test_verbose_prints_a_line_per_fold_and_the_refit(cancer, capsys):
+    X, y = cancer
+    MIPNoiseWrapperCV(LogisticRegression(C=0.1), etas=[0.3, 0.5], cv=2, method="moments", n_splits=4,
+                      verbose=1).fit(X, y)
+    out = capsys.readouterr().out.splitlines()
+    # verbose=1 is the search's own progress; the calibrations print from verbose=2.
+    assert len(out) == 3, out
+    assert out[0].startswith("[MIPNoiseWrapperCV] fold 1/2: scores eta=0.3: ")
+    assert out[1].startswith("[MIPNoiseWrapperCV] fold 2/2: scores eta=0.3: ")
+    assert out[2].startswith("[MIPNoiseWrapperCV] refit at eta=") and out[2].endswith("on all 240 rows")

@@ -262,9 +262,13 @@ see MIPNoiseWrapper
             raise TypeError(f"{_OWNER}: refit must be True or False; got {self.refit!r}.")
         return etas
 
-    def _wrapper(self, eta, random_state):
+    def _inner_params(self):
         params = {name: getattr(self, name) for name in _WRAPPER_PARAMS}
-        return MIPNoiseWrapper(self.estimator, eta=eta, random_state=random_state, **params)
+        params["verbose"] = max(0, self.verbose - 1)  # a calibration's progress from verbose=2
+        return params
+
+    def _wrapper(self, eta, random_state):
+        return MIPNoiseWrapper(self.estimator, eta=eta, random_state=random_state, **self._inner_params())
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X: ArrayLike, y: ArrayLike | None = None, *, groups: ArrayLike | None = None,
@@ -324,7 +328,7 @@ see MIPNoiseWrapper
                     self.estimator, _safe_indexing(X, train),
                     None if y is None else _safe_indexing(y, train), etas=etas,
                     fit_params=subset_fit_params(fit_params, train, n), random_state=state,
-                    **{name: getattr(self, name) for name in _WRAPPER_PARAMS},
+                    **self._inner_params(),
                 )
             scores[i] = [scorer(w, X_test, y_test) for w in path]
             # The fold models are not what is released: drop them now.
