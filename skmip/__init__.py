@@ -16,6 +16,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "PrivacyWarning": "skmip.exceptions",
     "MIPNoiseWrapper": "skmip.wrappers",
+    "MIPNoiseWrapperCV": "skmip.wrappers",
     "mip_noise_path": "skmip.wrappers",
     "sample_mip_noise": "skmip.mechanisms",
     "mip_noise_logpdf": "skmip.mechanisms",

@@ -1,4 +1,6 @@
-"""estimate_sigma's split fits on a dask.distributed cluster through joblib's dask backend."""
+"""skmip's parallel work on a dask.distributed cluster through joblib's dask backend: the split
+fits of estimate_sigma, the rounds of estimate_swap_deltas, and a whole MIPNoiseWrapper fit as
+docs/coupling.md ("Running the calibration on a cluster") tells users to run it."""
 
 from __future__ import annotations
 
@@ -11,7 +13,9 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
+from skmip import MIPNoiseWrapper
 from skmip.moments import estimate_sigma
+from skmip.sensitivity import estimate_swap_deltas
 
 distributed = pytest.importorskip("distributed", reason='needs pip install "skmip[distributed]"')
 
@@ -38,3 +42,37 @@ def test_dask_backend_gives_the_sequential_result(client, moment):
     assert len(tasks.data) > 0, "the split fits did not run on the dask cluster"
     np.testing.assert_array_equal(got[0], expected[0])
     np.testing.assert_array_equal(got[1], expected[1])
+
+
+@pytest.fixture(scope="module")
+def cancer():
+    X, y = load_breast_cancer(return_X_y=True)
+    rows = np.random.default_rng(0).permutation(len(X))[:200]
+    return StandardScaler().fit_transform(X[rows]), y[rows]
+
+
+def test_swap_distance_rounds_on_the_cluster_are_the_sequential_ones(client, cancer):
+    """The rounds' seeds are drawn up front, so spreading the rounds over a cluster must give
+    the very same distances as running them one after another."""
+    X, y = cancer
+    model = LogisticRegression(C=0.1, solver="newton-cholesky", tol=1e-10)
+    kwargs = dict(scale=np.full(X.shape[1] + 1, 0.05), n_rounds=30, polish=True, random_state=0)
+    expected = estimate_swap_deltas(model, X, y, n_jobs=1, **kwargs)
+    with distributed.get_task_stream(client) as tasks, parallel_config(backend="dask"):
+        got = estimate_swap_deltas(model, X, y, n_jobs=-1, **kwargs)
+    assert len(tasks.data) > 0, "the rounds did not run on the dask cluster"
+    assert got.engine == expected.engine == "newton"
+    np.testing.assert_array_equal(got.distances, expected.distances)
+
+
+def test_wrapper_fit_on_the_cluster_as_documented(client, cancer):
+    """docs/coupling.md: ``with parallel_config(backend="dask"): MIPNoiseWrapper(..., n_jobs=-1)``."""
+    X, y = cancer
+    kwargs = dict(eta=0.3, n_splits=16, n_rounds=30, random_state=0)
+    expected = MIPNoiseWrapper(LogisticRegression(C=0.1), n_jobs=1, **kwargs).fit(X, y)
+    with distributed.get_task_stream(client) as tasks, parallel_config(backend="dask"):
+        got = MIPNoiseWrapper(LogisticRegression(C=0.1), n_jobs=-1, **kwargs).fit(X, y)
+    assert len(tasks.data) > 0, "the calibration did not run on the dask cluster"
+    assert got.method_ == "coupling"
+    assert got.noise_scale_ == expected.noise_scale_
+    np.testing.assert_array_equal(got.estimator_.coef_, expected.estimator_.coef_)

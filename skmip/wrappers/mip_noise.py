@@ -13,9 +13,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.utils import _safe_indexing, get_tags
-from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
 from skmip._random import draw_seed, fix_inner_random_state, resolve_rng
 from skmip._rows import fit_on_rows, subset_fit_params
@@ -30,6 +29,7 @@ from skmip._validation import (
 from skmip.exceptions import PrivacyWarning, check_privacy_seed
 from skmip.params import get_adapter
 from skmip.sensitivity import get_smooth_loss
+from skmip.wrappers._delegate import ReleasedModelMixin
 from skmip.wrappers._noise import (
     METHODS,
     CouplingNoise,
@@ -43,18 +43,7 @@ __all__ = ["MIPNoiseWrapper", "mip_noise_path"]
 _OWNER = "MIPNoiseWrapper"
 
 
-def _estimator_has(attr):
-    """Delegate only when the wrapped estimator has ``attr`` (so ``hasattr`` tells the truth)."""
-
-    def check(self):
-        if hasattr(self, "estimator_"):
-            return hasattr(self.estimator_, attr)
-        return hasattr(self.estimator, attr)
-
-    return check
-
-
-class MIPNoiseWrapper(MetaEstimatorMixin, BaseEstimator):
+class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
     """Make any estimator with continuous fitted parameters eta-membership-inference private.
 
     ``fit`` draws a random training subset ``D_train`` of the data ``D`` it is given,
@@ -263,31 +252,7 @@ class MIPNoiseWrapper(MetaEstimatorMixin, BaseEstimator):
     # ------------------------------------------------------------------ validation
     def _validate_hyperparameters(self):
         check_eta(_OWNER, self.eta)
-        check_moment(_OWNER, self.moment)
-        check_int(
-            _OWNER, "n_splits", self.n_splits, 2, None,
-            why="sigma is a spread over random subsets and needs at least 2 of them; "
-            "the paper uses 128.",
-        )
-        check_interval(
-            _OWNER, "train_size", self.train_size, 0, 1, closed="right",
-            why="it is the fraction of rows drawn into D_train; use 0.5 for Definition 1 "
-            "with k = n/2, or 1.0 if your data already is the random training half.",
-        )
-        check_option(_OWNER, "method", self.method, METHODS)
-        if self.confidence is not None:
-            check_interval(
-                _OWNER, "confidence", self.confidence, 0, 1, closed="neither",
-                why="it is the probability that the coupling bound's estimate holds; 0.95 is "
-                "the default, None calibrates the point estimate (not a guarantee).",
-            )
-        check_int(
-            _OWNER, "n_rounds", self.n_rounds, 2, None,
-            why="each round draws one swap distance per row for the coupling calibration.",
-        )
-        check_option(_OWNER, "noise_shape", self.noise_shape, ("full", "diagonal"))
-        check_option(_OWNER, "radius", self.radius, ("gamma", "laplace"))
-        check_option(_OWNER, "sigma_from", self.sigma_from, ("dataset", "train"))
+        validate_calibration_params(self, _OWNER)
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X: ArrayLike, y: ArrayLike | None = None, **fit_params):
@@ -323,75 +288,77 @@ class MIPNoiseWrapper(MetaEstimatorMixin, BaseEstimator):
         self.__dict__.update(fitted)
         return self
 
-    # ------------------------------------------------------------------ delegation
-    @available_if(_estimator_has("predict"))
-    def predict(self, X):
-        """Predict with the noised estimator."""
-        check_is_fitted(self)
-        return self.estimator_.predict(X)
 
-    @available_if(_estimator_has("predict_proba"))
-    def predict_proba(self, X):
-        """Class probabilities of the noised estimator."""
-        check_is_fitted(self)
-        return self.estimator_.predict_proba(X)
+def validate_calibration_params(obj, owner):
+    """Check every calibration parameter of ``obj`` but eta (shared with MIPNoiseWrapperCV).
 
-    @available_if(_estimator_has("predict_log_proba"))
-    def predict_log_proba(self, X):
-        """Log class probabilities of the noised estimator."""
-        check_is_fitted(self)
-        return self.estimator_.predict_log_proba(X)
-
-    @available_if(_estimator_has("decision_function"))
-    def decision_function(self, X):
-        """Decision function of the noised estimator."""
-        check_is_fitted(self)
-        return self.estimator_.decision_function(X)
-
-    @available_if(_estimator_has("transform"))
-    def transform(self, X):
-        """Transform with the noised estimator."""
-        check_is_fitted(self)
-        return self.estimator_.transform(X)
-
-    @available_if(_estimator_has("score"))
-    def score(self, X, y=None, **kwargs):
-        """The noised estimator's own ``score``."""
-        check_is_fitted(self)
-        if y is None:
-            return self.estimator_.score(X, **kwargs)
-        return self.estimator_.score(X, y, **kwargs)
-
-    @available_if(_estimator_has("score_samples"))
-    def score_samples(self, X):
-        """Per-sample scores (e.g. log-likelihoods) of the noised estimator."""
-        check_is_fitted(self)
-        return self.estimator_.score_samples(X)
-
-    @available_if(_estimator_has("sample"))
-    def sample(self, *args, **kwargs):
-        """Draw samples from the noised generative model (post-processing keeps MIP)."""
-        check_is_fitted(self)
-        return self.estimator_.sample(*args, **kwargs)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        inner = get_tags(self.estimator)
-        tags.estimator_type = inner.estimator_type
-        tags.classifier_tags = copy.deepcopy(inner.classifier_tags)
-        tags.regressor_tags = copy.deepcopy(inner.regressor_tags)
-        tags.transformer_tags = copy.deepcopy(inner.transformer_tags)
-        tags.target_tags = copy.deepcopy(inner.target_tags)
-        tags.input_tags.sparse = inner.input_tags.sparse
-        tags.input_tags.allow_nan = False
-        # Fresh noise on every fit unless random_state is fixed.
-        tags.non_deterministic = True
-        return tags
+    ``owner`` names the class in the error messages.
+    """
+    check_moment(owner, obj.moment)
+    check_int(
+        owner, "n_splits", obj.n_splits, 2, None,
+        why="sigma is a spread over random subsets and needs at least 2 of them; "
+        "the paper uses 128.",
+    )
+    check_interval(
+        owner, "train_size", obj.train_size, 0, 1, closed="right",
+        why="it is the fraction of rows drawn into D_train; use 0.5 for Definition 1 "
+        "with k = n/2, or 1.0 if your data already is the random training half.",
+    )
+    check_option(owner, "method", obj.method, METHODS)
+    if obj.confidence is not None:
+        check_interval(
+            owner, "confidence", obj.confidence, 0, 1, closed="neither",
+            why="it is the probability that the coupling bound's estimate holds; 0.95 is "
+            "the default, None calibrates the point estimate (not a guarantee).",
+        )
+    check_int(
+        owner, "n_rounds", obj.n_rounds, 2, None,
+        why="each round draws one swap distance per row for the coupling calibration.",
+    )
+    check_option(owner, "noise_shape", obj.noise_shape, ("full", "diagonal"))
+    check_option(owner, "radius", obj.radius, ("gamma", "laplace"))
+    check_option(owner, "sigma_from", obj.sigma_from, ("dataset", "train"))
 
 
 def _log(wrapper, message):
     if wrapper.verbose:
         print(f"[{_OWNER}] {message}", flush=True)
+
+
+def validate_input(wrapper, X, y):
+    """Validate ``X`` (and ``y``) as the wrapped estimator accepts them.
+
+    Returns ``(X, y, probe)``: ``probe`` is a shallow copy of ``wrapper`` on which
+    ``validate_data`` recorded ``n_features_in_`` (and ``feature_names_in_``), because nothing
+    may be recorded on the wrapper itself before the whole fit succeeded.
+    """
+    inner_tags = get_tags(wrapper.estimator)
+    supervised = inner_tags.target_tags.required or y is not None
+    probe = copy.copy(wrapper)
+    accept_sparse = ["csr", "csc"] if inner_tags.input_tags.sparse else False
+    dtype = None if (inner_tags.input_tags.string or inner_tags.input_tags.categorical) else "numeric"
+    if supervised:
+        X, y = validate_data(
+            probe, X, y, reset=True, accept_sparse=accept_sparse, ensure_all_finite=True,
+            dtype=dtype, multi_output=True,
+        )
+    else:
+        X = validate_data(
+            probe, X, reset=True, accept_sparse=accept_sparse, ensure_all_finite=True, dtype=dtype
+        )
+    return X, y, probe
+
+
+def check_classes(wrapper, y):
+    """A classifier's targets: valid class labels, at least two of them."""
+    if is_classifier(wrapper):
+        check_classification_targets(y)
+        if np.unique(y).size < 2:
+            raise ValueError(
+                f"{type(wrapper).__name__}: y has only one class ({np.unique(y)[0]!r}); a "
+                "classifier needs at least 2 classes to train."
+            )
 
 
 def _fit_path(wrapper, X, y, etas, fit_params):
@@ -405,22 +372,7 @@ def _fit_path(wrapper, X, y, etas, fit_params):
     wrapper._validate_hyperparameters()
     for eta in etas:
         check_eta(_OWNER, eta)
-    inner_tags = get_tags(wrapper.estimator)
-    supervised = inner_tags.target_tags.required or y is not None
-    # Validate on a shallow copy: validate_data records n_features_in_ on the object it is
-    # given, and nothing may be recorded on the wrapper before the whole fit succeeded.
-    probe = copy.copy(wrapper)
-    accept_sparse = ["csr", "csc"] if inner_tags.input_tags.sparse else False
-    dtype = None if (inner_tags.input_tags.string or inner_tags.input_tags.categorical) else "numeric"
-    if supervised:
-        X, y = validate_data(
-            probe, X, y, reset=True, accept_sparse=accept_sparse, ensure_all_finite=True,
-            dtype=dtype, multi_output=True,
-        )
-    else:
-        X = validate_data(
-            probe, X, reset=True, accept_sparse=accept_sparse, ensure_all_finite=True, dtype=dtype
-        )
+    X, y, probe = validate_input(wrapper, X, y)
     n = X.shape[0]
     n_train = n if wrapper.train_size == 1.0 else int(round(wrapper.train_size * n))
     min_rows = 4
@@ -430,13 +382,7 @@ def _fit_path(wrapper, X, y, etas, fit_params):
             f"of n_samples={n}); sigma is measured over half-subsets and needs at least "
             f"{min_rows} training rows. Pass more data or a larger train_size."
         )
-    if is_classifier(wrapper):
-        check_classification_targets(y)
-        if np.unique(y).size < 2:
-            raise ValueError(
-                f"{_OWNER}: y has only one class ({np.unique(y)[0]!r}); a classifier needs at "
-                "least 2 classes to train."
-            )
+    check_classes(wrapper, y)
 
     check_privacy_seed(_OWNER, wrapper.random_state)
     rng = resolve_rng(wrapper.random_state)
