@@ -145,7 +145,11 @@ _REFUSED = {
             "LocalOutlierFactor",
         )
     },
-    "KernelRidge": _STORES_TRAINING_DATA.format("X_fit_"),
+    "KernelRidge": _STORES_TRAINING_DATA.format("X_fit_")
+    + ". For a kernel model, map X with a feature map fixed given D (RBFSampler(gamma=<number>, "
+    "random_state=<seed>), or Nystroem fitted on public data) and privatise "
+    "Ridge(fit_intercept=False) on the mapped features: that is kernel ridge with the map's "
+    "kernel, calibrated by coupling with exact swaps (docs/coupling.md)",
     "GaussianProcessRegressor": _STORES_TRAINING_DATA.format("X_train_"),
     "GaussianProcessClassifier": _STORES_TRAINING_DATA.format("X_train_"),
     "RANSACRegressor": "keeps one inlier flag per training sample; adapt its estimator_ instead",
