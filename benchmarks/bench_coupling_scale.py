@@ -127,22 +127,27 @@ def bench_scaling(n_jobs, sizes, adult_sizes, plot=None):
     for data, (ns, times, _) in curves.items():
         print(f"{data}: log-log slope of time against n = {loglog_slope(ns, times):.2f}")
     if plot:
-        import matplotlib
+        plot_scaling(curves, n_jobs, plot)
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
 
-        fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
-        for data, (ns, times, scales) in curves.items():
-            a.loglog(ns, times, "o-", label=f"{data} (slope {loglog_slope(ns, times):.2f})")
-            b.semilogx(ns, scales, "o-", label=data)
-        a.set(xlabel="rows n", ylabel="MIPNoiseWrapper fit (s)", title=f"one calibration, n_jobs={n_jobs}")
-        b.set(xlabel="rows n", ylabel="noise scale s (sigma units)", title="eta = 0.1, 95% confidence")
-        a.legend()
-        b.legend()
-        fig.tight_layout()
-        fig.savefig(plot, dpi=110)
-        print(f"wrote {plot}")
+def plot_scaling(curves, n_jobs, path):
+    """Time against n (log-log, with the fitted slope) and the noise scale against n."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
+    for data, (ns, times, scales) in curves.items():
+        a.loglog(ns, times, "o-", label=f"{data} (slope {loglog_slope(ns, times):.2f})")
+        b.semilogx(ns, scales, "o-", label=data)
+    a.set(xlabel="rows n", ylabel="MIPNoiseWrapper fit (s)", title=f"one calibration, n_jobs={n_jobs}")
+    b.set(xlabel="rows n", ylabel="noise scale s (sigma units)", title="eta = 0.1, 95% confidence")
+    a.legend()
+    b.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"wrote {path}")
 
 
 def main(argv=None):

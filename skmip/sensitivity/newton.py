@@ -138,8 +138,9 @@ def _refine_target(block, factor, P, H, x, e_rows, whitener):
         grad = gradient(theta)
         kx = float(glm.d2loss(np.array([fx @ theta]), xrow)[0])
         g1 = linalg.cho_solve(factor, grad, check_finite=False)
-        step = _damped(gradient, theta, g1 - (kx * (xi_x @ grad) / (1.0 + kx * a)) * xi_x, grad)
-        theta = theta - step
+        # Convergence is judged on the full step, the move on the damped one.
+        step = g1 - (kx * (xi_x @ grad) / (1.0 + kx * a)) * xi_x
+        theta = theta - _damped(gradient, theta, step, grad)
         if not np.all(np.isfinite(theta)):
             return None
         if _settled(step, theta - theta0, theta, previous):
@@ -158,8 +159,7 @@ def _refine_target(block, factor, P, H, x, e_rows, whitener):
                 step = linalg.solve(hess, grad, assume_a="pos", check_finite=False)
             except (linalg.LinAlgError, ValueError):
                 return None
-            step = _damped(gradient, theta, step, grad)
-            theta = theta - step
+            theta = theta - _damped(gradient, theta, step, grad)
             if _settled(step, theta - theta0, theta, previous):
                 break
             previous = np.linalg.norm(step)

@@ -154,7 +154,9 @@ def estimate_noise_factor(
         )
     thetas = np.concatenate(parts)
     sd = thetas.std(axis=0, ddof=1)
-    moving = sd > 0
+    # A spread at rounding level (a coefficient of a column that no subset uses, 1e-17) is a
+    # constant coordinate: whitening by it would turn rounding into huge distances.
+    moving = sd > 1e-9 * sd.max() if sd.max() > 0 else sd > 0
     cov = np.zeros((sd.size, sd.size))
     if moving.any():
         Z = (thetas[:, moving] - thetas[:, moving].mean(axis=0)) / sd[moving]

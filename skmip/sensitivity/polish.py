@@ -250,11 +250,12 @@ class MinimiserFits(SolverFits):
                         return None
                 else:
                     step = linalg.cho_solve(factor, grad, check_finite=False)
-                step = _damped(gradient, th, step, grad)
+                # Convergence is judged on the full step (a measure of the gradient), never on
+                # the damped one: a short damped step says nothing about being at the minimum.
                 size, scale = np.linalg.norm(step), 1.0 + np.linalg.norm(th)
                 if not np.isfinite(size):
                     return None
-                th = th - step
+                th = th - _damped(gradient, th, step, grad)
                 if size <= 1e-14 * scale or (size >= 0.5 * previous and size <= 1e-9 * scale):
                     break
                 newton = newton or size > 0.5 * previous

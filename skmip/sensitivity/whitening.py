@@ -39,7 +39,14 @@ class _Whitener:
                     self.linv = linalg.inv(arr)
             except (linalg.LinAlgError, ValueError):
                 self.linv = None
-            if self.linv is None or not np.all(np.isfinite(self.linv)) or np.linalg.cond(arr) > 1e12:
+            # Conditioning is judged with the rows scaled to a unit diagonal: coordinates whose
+            # spreads differ by many orders of magnitude (a coefficient of a one-hot column
+            # that a few rows hold) are no numerical problem for the triangular solve, only
+            # near-collinear rows are.
+            diag = np.abs(np.diag(arr))
+            scaled = arr / np.where(diag > 0, diag, 1.0)[:, None]
+            if (self.linv is None or not np.all(np.isfinite(self.linv)) or not np.all(diag > 0)
+                    or np.linalg.cond(scaled) > 1e12):
                 raise ValueError(
                     f"{_OWNER}: a matrix scale L (noise s L z) must be invertible; got a singular "
                     "or ill-conditioned one. A coordinate that never changes (e.g. an intercept "
