@@ -12,8 +12,8 @@ registers, for it,
   backbone is a hyper-parameter, not a fitted parameter, so it is never noised, and
 * a smooth loss (:func:`skmip.sensitivity.get_smooth_loss`) whose blocks are the logistic
   blocks on the features, so that :class:`skmip.wrappers.MIPNoiseWrapper` calibrates the
-  head's noise by the coupling bound (``docs/coupling.md``): the ``"newton"`` engine for two
-  classes, the first-order ``"influence"`` engine (multinomial loss) for more.
+  head's noise by the coupling bound (``docs/coupling.md``): the target-exact ``"newton"``
+  engine, with one margin for two classes and K margins (multinomial loss) for more.
 
 Whether the backbone is public is the user's responsibility (see the class Notes); what can
 be checked -- that ``fit`` leaves every tensor of the backbone unchanged -- is checked.
