@@ -28,6 +28,7 @@ from skmip._validation import (
 )
 from skmip.exceptions import PrivacyWarning, check_privacy_seed
 from skmip.params import _project_psd
+from skmip.params._linalg import _unpack_symmetric
 from skmip.statistic import Statistic
 
 __all__ = ["MIPGaussianSynthesizer", "mean_and_covariance", "closest_record_signal", "CopyingSynthesizer"]
@@ -76,14 +77,6 @@ def mean_and_covariance(X: ArrayLike) -> np.ndarray:
     centred = X - mean
     cov = centred.T @ centred / X.shape[0]
     return np.concatenate([mean, cov[np.triu_indices(X.shape[1])]])
-
-
-def _unpack_symmetric(values, d):
-    out = np.zeros((d, d))
-    rows, cols = np.triu_indices(d)
-    out[rows, cols] = values
-    out[cols, rows] = values
-    return out
 
 
 #: Up to this many distinct rows the coupling sum over e is stored pair by pair (memory
