@@ -7,6 +7,7 @@ import copy
 import numpy as np
 from scipy import linalg, sparse
 
+from skmip._rows import n_rows
 from skmip.params import get_adapter
 
 from ._common import _OWNER, _fit_vector
@@ -181,7 +182,7 @@ class SolverFits:
         self.fit_params, self.polish, self.loss, self.Xd = fit_params, polish, loss, Xd
 
     def __call__(self, rows):
-        n = self.X.shape[0]
+        n = n_rows(self.X)
         fitted, theta = _fit_vector(self.estimator, self.adapter, self.X, self.y, rows, self.fit_params, n)
         if self.polish:
             theta = _polish(fitted, self.loss, self.adapter, self.Xd, self.y, rows,
