@@ -11,9 +11,8 @@ from .newton import (
     _ops,
     _pair_coefficients,
     _refine_target,
-    _regulariser_hessian,
 )
-from .polish import _check_solver_error, _factor, _solver_step
+from .polish import _check_solver_error, _factor, _regulariser_hessian, _solver_step
 from .rounds import _jensen_summary, _round_design
 
 #: Elements of one (e x targets) cross matrix computed at a time (memory cap).

@@ -86,15 +86,6 @@ def _pair_coefficients(pe, px, glm, newton, cross):
     return rho - mu * tau, mu  # Delta = (rho - mu tau) xi_e - mu xi_x
 
 
-def _regulariser_hessian(block, H):
-    """The regulariser's Hessian P (constant for the quadratic penalties of the built-in
-    losses): the block's Hessian minus the data part on H."""
-    glm = block.glm
-    FH = glm.features[H]
-    P = block.hessian - (FH.T * glm.d2loss(glm.margins[H], H)) @ FH
-    return 0.5 * (P + P.T)
-
-
 def _settled(step, change, theta, previous):
     """Stop when the step is negligible next to the change it refines (1e-10 of it), or has
     stopped shrinking at the level of rounding (a sum over k rows is exact to ~1e-16 k)."""

@@ -174,6 +174,15 @@ def _damped(gradient, theta, step, grad):
     return t * step
 
 
+def _regulariser_hessian(block, H):
+    """The regulariser's Hessian P (constant for the quadratic penalties of the built-in
+    losses): the block's Hessian minus the data part on H."""
+    glm = block.glm
+    FH = glm.features[H]
+    P = block.hessian - (FH.T * glm.d2loss(glm.margins[H], H)) @ FH
+    return 0.5 * (P + P.T)
+
+
 class SolverFits:
     """Fits on row subsets by the estimator's own solver, optionally polished (picklable)."""
 
@@ -220,10 +229,8 @@ class MinimiserFits(SolverFits):
         if all(b.glm is not None for b in blocks):
             self.chord = []
             for b in blocks:
-                F = b.glm.features[template_rows]
                 # The regulariser's Hessian P and its gradient's constant r0: grad R = P theta + r0.
-                P = b.hessian - (F.T * b.glm.d2loss(b.glm.margins[template_rows], template_rows)) @ F
-                P = 0.5 * (P + P.T)
+                P = _regulariser_hessian(b, template_rows)
                 r0 = b.regularizer_gradient - P @ b.theta
                 self.chord.append((b.index, _factor(b), P, r0, b.glm))
 
