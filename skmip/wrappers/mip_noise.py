@@ -17,7 +17,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from skmip._random import draw_seed, fix_inner_random_state, resolve_rng
-from skmip._rows import fit_on_rows, subset_fit_params
+from skmip._rows import fit_on_rows, n_rows, subset_fit_params
 from skmip._threads import single_threaded_blas
 from skmip._validation import (
     check_eta,
@@ -41,6 +41,7 @@ from skmip.wrappers._noise import (
 __all__ = ["MIPNoiseWrapper", "mip_noise_path"]
 
 _OWNER = "MIPNoiseWrapper"
+_NOISE_SHAPES = ("auto", "design", "full", "diagonal")
 
 
 class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
@@ -103,11 +104,19 @@ class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
         an error saying how many rounds it needs. On ``load_breast_cancer`` at eta = 0.1, 400
         rounds cost 1.18x the point estimate's noise and 1000 rounds 1.07x
         (docs/coupling.md, "Cost and scaling").
-    noise_shape : {"full", "diagonal"}, default="full"
-        Coupling calibration: the shape of the Gaussian noise, fixed given D. ``"full"``:
-        the Cholesky factor of the (shrunk) covariance of the fit over random subsets of D
-        (:func:`skmip.sensitivity.estimate_noise_factor`; memory O(d^2)); ``"diagonal"``:
-        ``sigma_`` per coordinate (memory O(d)).
+    noise_shape : {"auto", "design", "full", "diagonal"}, default="auto"
+        Coupling calibration: the shape of the Gaussian noise, fixed given D (any such
+        shape is private; the shape decides the utility). ``"design"``: the shape that
+        minimises the predicted excess loss of the release when every record's predicted
+        swap distance is held to one bound, from one fit on all of D
+        (:func:`skmip.sensitivity.design_noise_factor`; needs a registered smooth loss;
+        memory O(n d + d^2)); ``"full"``: the Cholesky factor of the (shrunk) covariance of
+        the fit over random subsets of D (:func:`skmip.sensitivity.estimate_noise_factor`);
+        ``"diagonal"``: ``sigma_`` per coordinate (memory O(d)). ``"auto"``: ``"design"``
+        where a smooth loss is registered, else ``"full"``. On standardized breast cancer at
+        eta = 0.1 the design keeps 0.934 test accuracy against 0.919 for ``"full"``, and on
+        the full adult data 0.841 against 0.827 (docs/coupling.md, "Noise shape designed
+        for utility").
     radius : {"gamma", "laplace"}, default="gamma"
         Moments calibration: law of the noise radius. ``"gamma"`` gives exactly the density
         ``exp(-||x||_{sigma,M} / c)`` that Theorem 9 assumes; ``"laplace"`` is Corollary 10
@@ -137,7 +146,8 @@ class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
         projected parameters, with training diagnostics removed.
     sigma_ : ndarray of shape (d,)
         Per-coordinate spread of the parameters (M-th root of the M-th central moment; for
-        the full coupling shape, the standard deviation). It is computed from the private
+        the full coupling shape, the standard deviation; for the designed shape, the
+        per-coordinate standard deviation of that shape, ``s = 1``). It is computed from the private
         data and is *not* covered by the guarantee: publish ``estimator_`` only.
     method_ : str
         The calibration used, ``"coupling"`` or ``"moments"``.
@@ -225,7 +235,7 @@ class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
         method: str = "auto",
         confidence: float | None = 0.95,
         n_rounds: int = 400,
-        noise_shape: str = "full",
+        noise_shape: str = "auto",
         radius: str = "gamma",
         sigma_from: str = "dataset",
         params="auto",
@@ -316,9 +326,25 @@ def validate_calibration_params(obj, owner):
         owner, "n_rounds", obj.n_rounds, 2, None,
         why="each round draws one swap distance per row for the coupling calibration.",
     )
-    check_option(owner, "noise_shape", obj.noise_shape, ("full", "diagonal"))
+    check_option(owner, "noise_shape", obj.noise_shape, _NOISE_SHAPES)
     check_option(owner, "radius", obj.radius, ("gamma", "laplace"))
     check_option(owner, "sigma_from", obj.sigma_from, ("dataset", "train"))
+
+
+def _resolve_shape(noise_shape, method, smooth):
+    """The coupling noise shape: ``"auto"`` is the design where a smooth loss is registered,
+    else the covariance over subsets; the moments calibration has its own (``sigma``)."""
+    if method != "coupling":
+        return "diagonal"
+    if noise_shape == "auto":
+        return "design" if smooth else "full"
+    if noise_shape == "design" and not smooth:
+        raise ValueError(
+            f"{_OWNER}: noise_shape='design' needs a smooth loss registered for the estimator "
+            "(skmip.sensitivity.register_smooth_loss) to predict each record's influence; use "
+            "noise_shape='full' or 'auto'."
+        )
+    return noise_shape
 
 
 def _log(wrapper, message):
@@ -431,12 +457,21 @@ def _fit_path(wrapper, X, y, etas, fit_params):
             "Pass method='moments' to choose Corollary 10 knowingly and silence this warning.",
             PrivacyWarning, stacklevel=3,
         )
-    full_shape = method == "coupling" and wrapper.noise_shape == "full"
     # The coupling engines analyse the exact minimiser of a registered smooth loss; the noise
     # shape is then measured on that same learner (its fits by warm-started Newton steps).
     smooth = method == "coupling" and get_smooth_loss(estimator) is not None
-    _log(wrapper, f"measuring the spread over {wrapper.n_splits} subsets of {split_size} rows")
-    if full_shape:
+    shape = _resolve_shape(wrapper.noise_shape, method, smooth)
+    if shape == "design":
+        from skmip.sensitivity import design_noise_factor
+
+        _log(wrapper, f"designing the noise shape from one fit on {n_rows(sigma_X)} rows")
+        scale = design_noise_factor(
+            estimator, sigma_X, sigma_y, train_size=split_size, params=adapter,
+            random_state=sigma_seed, fit_params=sigma_fit_params,
+        )
+        sigma = np.sqrt(np.sum(scale**2, axis=1))
+    elif shape == "full":
+        _log(wrapper, f"measuring the spread over {wrapper.n_splits} subsets of {split_size} rows")
         from skmip.sensitivity import estimate_noise_factor
 
         # Gaussian noise shaped like the fit's own covariance over random subsets of D.
@@ -447,6 +482,7 @@ def _fit_path(wrapper, X, y, etas, fit_params):
         )
         sigma = np.sqrt(np.sum(scale**2, axis=1))
     else:
+        _log(wrapper, f"measuring the spread over {wrapper.n_splits} subsets of {split_size} rows")
         sigma = scale = estimate_sigma(
             estimator, sigma_X, sigma_y, n_splits=wrapper.n_splits, moment=wrapper.moment,
             params=adapter, split_size=split_size, random_state=sigma_seed,

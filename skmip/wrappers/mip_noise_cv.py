@@ -197,7 +197,7 @@ see MIPNoiseWrapper
         method: str = "auto",
         confidence: float | None = 0.95,
         n_rounds: int = 400,
-        noise_shape: str = "full",
+        noise_shape: str = "auto",
         radius: str = "gamma",
         sigma_from: str = "dataset",
         params="auto",
