@@ -61,7 +61,8 @@ _X_KEYS = ("U", "Uraw", "xi", "h", "u0", "rows")
 
 
 def _take(prep, idx, keys=None):
-    return {key: value[idx] for key, value in prep.items() if keys is None or key in keys}
+    """The rows ``idx`` (an integer array of any shape) of the per-row quantities ``keys``."""
+    return {key: np.take(value, idx, axis=0) for key, value in prep.items() if keys is None or key in keys}
 
 
 def _assemble_sq(terms, cross, orthogonal):
@@ -106,10 +107,10 @@ def _refine_fit(block, factor, P, H, px, cols, e_rows, whitener):
     """:func:`_refine_targets` for the targets ``cols`` of ``px`` (one fit on ``H``), each with
     its rows ``e_rows`` (len(cols), p): ``(dist, ok)``."""
     glm = block.glm
-    grid = [v[None] for v in (px["rows"][cols], px["xi"][cols], px["h"][cols], px["u0"][cols], e_rows)]
-    dist, ok = _refine_targets(glm, glm.features[H][None], H[None], P, block.theta[None],
-                               block.regularizer_gradient[None], factor[0][None], *grid, whitener,
-                               block.index)
+    Hinv = linalg.cho_solve(factor, np.eye(block.theta.size), check_finite=False)
+    F, H, theta, reg0, Hinv = (v[None] for v in (glm.features[H], H, block.theta, block.regularizer_gradient, Hinv))
+    targets = [v[None] for v in (px["rows"][cols], px["xi"][cols], px["h"][cols], px["u0"][cols], e_rows)]
+    dist, ok = _refine_targets(glm, F, H, P, theta, reg0, Hinv, *targets, whitener, block.index)
     return dist[0], ok[0]
 
 
@@ -182,8 +183,3 @@ def _influence_round(fitter, loss, Xd, y, sample_weight, n, k, seed, p, whitener
             out[targets] = _jensen_summary(dist, n_keep)
         _check_solver_error(solver_error, out[targets], k)
     return out
-
-
-def _influence_rounds(seeds, *args):
-    """Several rounds in one job (shape (n, len(seeds), n_keep)): fewer, larger jobs."""
-    return np.stack([_influence_round(*args[:7], seed, *args[7:]) for seed in seeds], axis=1)

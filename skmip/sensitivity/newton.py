@@ -5,10 +5,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import linalg
 
 from .polish import _CHORD_MIN_WORK, _damped
-from .stacks import _cholesky, _data_hessian, _solve_pos
+from .stacks import _cho_inverse, _cholesky, _data_hessian, _solve_pos
 
 #: Chord iterations before Newton's method with exact Hessians takes over (refinement).
 _CHORD_ITER = 30
@@ -96,12 +95,12 @@ def _settled(step, change, theta, previous):
             | ((size >= 0.5 * previous) & (size <= 1e-7 * moved)))
 
 
-def _refine_targets(glm, F, H, P, theta0, reg0, factor, x, xi_x, a, u0x, e_rows, whitener, index):
+def _refine_targets(glm, F, H, P, theta0, reg0, Hinv, x, xi_x, a, u0x, e_rows, whitener, index):
     r"""Distances for targets with their own addition solved to convergence.
 
     A grid of independent problems, iterated together: fit ``b`` (the features ``F[b]``
     (k, D) of its rows ``H[b]``, its minimiser ``theta0[b]``, the regulariser's gradient
-    ``reg0[b]`` there, the lower Cholesky factor ``factor[b]`` of its Hessian) and its
+    ``reg0[b]`` there, the inverse ``Hinv[b]`` of its Hessian) and its
     targets ``x[b]`` (q of them, with xi_x = H^-1 x_x, a = x_x' H^-1 x_x and the margins
     ``u0x`` at the fit), each with its rows ``e_rows[b, j]`` (p of them) to remove.
 
@@ -147,13 +146,13 @@ def _refine_targets(glm, F, H, P, theta0, reg0, factor, x, xi_x, a, u0x, e_rows,
     converged, failed = np.zeros(x.shape, dtype=bool), np.zeros(x.shape, dtype=bool)
     previous = np.full(x.shape, np.inf)
     # Chord iterations pay where forming a Hessian is dear (O(k D^2) against O(k D) each).
-    for _ in range(_CHORD_ITER if F.shape[1] * F.shape[2] ** 2 > _CHORD_MIN_WORK else 0):
+    for _ in range(_CHORD_ITER if x.size * F.shape[1] * F.shape[2] ** 2 > _CHORD_MIN_WORK else 0):
         live = ~(converged | failed)
         if not live.any():
             break
         grad = gradient(theta)
         kx = glm.d2loss((fx * theta).sum(-1), x)
-        g1 = t(linalg.cho_solve((factor, True), t(grad), check_finite=False))
+        g1 = grad @ Hinv
         # Convergence is judged on the full step, the move on the damped one.
         step = g1 - (kx * (xi_x * grad).sum(-1) / (1.0 + kx * a))[..., None] * xi_x
         theta, converged, failed, previous = advance(step, grad, live, theta, converged, failed, previous)
@@ -172,7 +171,7 @@ def _refine_targets(glm, F, H, P, theta0, reg0, factor, x, xi_x, a, u0x, e_rows,
     ok &= factored
     Fe = glm.features[e_rows]  # (B, q, p, D)
     me = (Fe * theta[..., None, :]).sum(-1)
-    xi_e = t(linalg.cho_solve((fac, True), t(Fe), check_finite=False))
+    xi_e = Fe @ _cho_inverse(fac)
     kappa = glm.d2loss(me, e_rows)
     rho = glm.dloss(me, e_rows) / (1.0 - kappa * (Fe * xi_e).sum(-1))
     v = theta - theta0[:, None]

@@ -142,11 +142,15 @@ def _factor(block):
     try:
         return linalg.cho_factor(block.hessian, lower=True, check_finite=False)
     except linalg.LinAlgError:
-        raise ValueError(
-            f"{_OWNER}: the objective's Hessian at the fit is not positive definite (e.g. an "
-            "unpenalised model on separable or collinear data); the influence engines need "
-            "a strictly convex objective. Add regularisation or use engine='refit'."
-        ) from None
+        raise _not_convex() from None
+
+
+def _not_convex():
+    return ValueError(
+        f"{_OWNER}: the objective's Hessian at the fit is not positive definite (e.g. an "
+        "unpenalised model on separable or collinear data); the influence engines need "
+        "a strictly convex objective. Add regularisation or use engine='refit'."
+    )
 
 
 def _damped(gradient, theta, step, grad):

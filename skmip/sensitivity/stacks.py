@@ -56,3 +56,13 @@ def _cholesky(A, live):
     with the identity where a problem failed."""
     L, ok = _guarded(lambda A, i: np.linalg.cholesky(A), A, live, A.shape)
     return np.where(ok[..., None, None], L, np.eye(A.shape[-1])), ok
+
+
+def _cho_inverse(L):
+    """H^-1 = L^-T L^-1 for a stack of lower Cholesky factors L (..., D, D) of H.
+
+    Solves against H then become matrix products, which numpy runs through BLAS on the
+    whole stack (scipy's ``cho_solve`` loops over a stack in Python).
+    """
+    Linv = np.linalg.inv(L)
+    return np.swapaxes(Linv, -1, -2) @ Linv
