@@ -127,10 +127,12 @@ def _refine_targets(glm, F, H, P, theta0, reg0, Hinv, x, xi_x, a, u0x, e_rows, w
         target = glm.dloss((fx * theta).sum(-1), x)[..., None] * fx
         return rows + reg0[:, None] + (theta - theta0[:, None]) @ P + target
 
-    def hessian(theta):
-        rows = _data_hessian(F[:, None], t(glm.d2loss(F @ t(theta), H[..., None])))
+    def hessian(theta, target=True):  # of F_H + l_x, or (target=False) of F_H alone
+        rows = _data_hessian(F[:, None], t(glm.d2loss(F @ t(theta), H[..., None]))) + P
+        if not target:
+            return rows
         kx = glm.d2loss((fx * theta).sum(-1), x)
-        return rows + P + kx[..., None, None] * fx[..., :, None] * fx[..., None, :]
+        return rows + kx[..., None, None] * fx[..., :, None] * fx[..., None, :]
 
     def advance(step, grad, live, theta, converged, failed, previous):
         """One damped step of the live problems; their convergence, or failure."""
@@ -145,17 +147,27 @@ def _refine_targets(glm, F, H, P, theta0, reg0, Hinv, x, xi_x, a, u0x, e_rows, w
 
     converged, failed = np.zeros(x.shape, dtype=bool), np.zeros(x.shape, dtype=bool)
     previous = np.full(x.shape, np.inf)
-    # Chord iterations pay where forming a Hessian is dear (O(k D^2) against O(k D) each).
-    for _ in range(_CHORD_ITER if x.size * F.shape[1] * F.shape[2] ** 2 > _CHORD_MIN_WORK else 0):
+    # Chord iterations pay where forming a Hessian is dear (O(k D^2) against O(k D) each): on
+    # large problems, or on a large stack of small ones. On small ones a single Hessian is
+    # cheap: after the first step the frozen Hessian of the rows of H is refreshed there,
+    # where the iteration then contracts much faster (the first step moves the most).
+    work = F.shape[1] * F.shape[2] ** 2
+    G = np.broadcast_to(Hinv[:, None], x.shape + Hinv.shape[-2:])
+    for it in range(_CHORD_ITER if x.size * work > _CHORD_MIN_WORK else 0):
         live = ~(converged | failed)
         if not live.any():
             break
         grad = gradient(theta)
         kx = glm.d2loss((fx * theta).sum(-1), x)
-        g1 = grad @ Hinv
+        g1 = (grad[..., None, :] @ G)[..., 0, :]
         # Convergence is judged on the full step, the move on the damped one.
         step = g1 - (kx * (xi_x * grad).sum(-1) / (1.0 + kx * a))[..., None] * xi_x
         theta, converged, failed, previous = advance(step, grad, live, theta, converged, failed, previous)
+        if it == 0 and work <= _CHORD_MIN_WORK:
+            L, fresh = _cholesky(hessian(theta, target=False), ~(converged | failed))
+            G = np.where(fresh[..., None, None], _cho_inverse(L), G)
+            xi_x = (fx[..., None, :] @ G)[..., 0, :]
+            a = (fx * xi_x).sum(-1)
     previous = np.full(x.shape, np.inf)
     for _ in range(50):
         live = ~(converged | failed)

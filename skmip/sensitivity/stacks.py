@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import linalg
+from scipy.linalg import lapack
 
 
 def _data_hessian(F, w):
@@ -59,10 +60,18 @@ def _cholesky(A, live):
 
 
 def _cho_inverse(L):
-    """H^-1 = L^-T L^-1 for a stack of lower Cholesky factors L (..., D, D) of H.
+    """H^-1 for a stack of lower Cholesky factors L (..., D, D) of H.
 
-    Solves against H then become matrix products, which numpy runs through BLAS on the
-    whole stack (scipy's ``cho_solve`` loops over a stack in Python).
+    LAPACK's ``potri`` problem by problem (numpy's batched ``inv`` redoes an LU
+    factorisation, several times slower on small matrices); solves against H then become
+    matrix products, which numpy runs through BLAS on the whole stack.
     """
-    Linv = np.linalg.inv(L)
-    return np.swapaxes(Linv, -1, -2) @ Linv
+    out = np.empty(L.shape)
+    flat, inv = L.reshape((-1,) + L.shape[-2:]), out.reshape((-1,) + L.shape[-2:])
+    for i in range(flat.shape[0]):
+        c, info = lapack.dpotri(flat[i], lower=1)
+        if info != 0:
+            raise linalg.LinAlgError("the Cholesky factor is singular")
+        inv[i] = c
+    low = np.tril(out)
+    return low + np.swapaxes(np.tril(out, -1), -1, -2)
