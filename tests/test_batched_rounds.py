@@ -112,11 +112,17 @@ def test_refinement_that_does_not_converge_keeps_the_one_step_value(rare, monkey
     np.testing.assert_allclose(slow, one_step, rtol=RTOL)
 
 
-def test_fits_the_stacked_iteration_fails_fall_back_to_the_per_fit_chain(cancer, monkeypatch):
-    X, y = cancer
-    kw = dict(scale=np.full(31, 0.05), n_rounds=20, random_state=3)
-    est = LogisticRegression(C=0.1)
-    reference = estimate_swap_deltas(est, X, y, polish=True, **kw).distances
+#: A short breast-cancer calibration, run in the default (batched) way for reference.
+_SHORT = {"scale": np.full(31, 0.05), "n_rounds": 20, "random_state": 3, "polish": True}
+
+
+@pytest.fixture(scope="module")
+def short_reference(cancer):
+    return estimate_swap_deltas(LogisticRegression(C=0.1), *cancer, **_SHORT).distances
+
+
+def test_fits_the_stacked_iteration_fails_fall_back_to_the_per_fit_chain(cancer, short_reference,
+                                                                         monkeypatch):
     chord = MinimiserFits._chord
     singles = []
 
@@ -130,23 +136,19 @@ def test_fits_the_stacked_iteration_fails_fall_back_to_the_per_fit_chain(cancer,
 
     monkeypatch.setattr(MinimiserFits, "_chord", every_other_fails)
     calls = _count_batches(monkeypatch)
-    fallback = estimate_swap_deltas(est, X, y, polish=True, **kw).distances
+    fallback = estimate_swap_deltas(LogisticRegression(C=0.1), *cancer, **_SHORT).distances
     assert calls and singles
-    np.testing.assert_allclose(fallback, reference, rtol=RTOL)
+    np.testing.assert_allclose(fallback, short_reference, rtol=RTOL)
 
 
-def test_a_loss_that_disagrees_with_the_template_runs_fit_by_fit(cancer, monkeypatch):
-    X, y = cancer
-    kw = dict(scale=np.full(31, 0.05), n_rounds=20, random_state=3)
-    est = LogisticRegression(C=0.1)
-    reference = estimate_swap_deltas(est, X, y, polish=True, **kw).distances
+def test_a_loss_that_disagrees_with_the_template_runs_fit_by_fit(cancer, short_reference, monkeypatch):
     monkeypatch.setattr(batched, "_same_objective", lambda *a: False)
     per_fit = []
     round_ = batched._influence_round
     monkeypatch.setattr(batched, "_influence_round", lambda *a: per_fit.append(1) or round_(*a))
-    out = estimate_swap_deltas(est, X, y, polish=True, **kw).distances
+    out = estimate_swap_deltas(LogisticRegression(C=0.1), *cancer, **_SHORT).distances
     assert len(per_fit) == 20
-    np.testing.assert_allclose(out, reference, rtol=RTOL)
+    np.testing.assert_allclose(out, short_reference, rtol=RTOL)
 
 
 def test_the_batch_is_the_default_only_where_it_applies(cancer, monkeypatch):
