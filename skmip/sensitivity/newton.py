@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from .polish import _CHORD_MIN_WORK, _damped
+from .polish import _CHORD_MIN_WORK, _damped_step
 from .stacks import _cho_inverse, _cholesky, _data_hessian, _solve_pos
 
 #: Chord iterations before Newton's method with exact Hessians takes over (refinement).
@@ -135,15 +135,18 @@ def _refine_targets(glm, F, H, P, theta0, reg0, Hinv, x, xi_x, a, u0x, e_rows, w
         return rows + kx[..., None, None] * fx[..., :, None] * fx[..., None, :]
 
     def advance(step, grad, live, theta, converged, failed, previous):
-        """One damped step of the live problems; their convergence, or failure."""
+        """One damped step of the live problems; their convergence, or failure; the gradient
+        at the new point (0 for a problem that failed)."""
         step = np.where(live[..., None], step, 0.0)
-        moved = theta - _damped(gradient, theta, step, grad)
+        move, grad = _damped_step(gradient, theta, step, grad)
+        moved = theta - move
         finite = np.isfinite(moved).all(axis=-1)
         failed = failed | (live & ~finite)
         live = live & finite
         theta = np.where(live[..., None], moved, theta)
+        grad = np.where(failed[..., None], 0.0, grad)
         converged = converged | (live & _settled(step, theta - theta0[:, None], theta, previous))
-        return theta, converged, failed, np.where(live, np.linalg.norm(step, axis=-1), previous)
+        return theta, grad, converged, failed, np.where(live, np.linalg.norm(step, axis=-1), previous)
 
     converged, failed = np.zeros(x.shape, dtype=bool), np.zeros(x.shape, dtype=bool)
     previous = np.full(x.shape, np.inf)
@@ -153,16 +156,17 @@ def _refine_targets(glm, F, H, P, theta0, reg0, Hinv, x, xi_x, a, u0x, e_rows, w
     # where the iteration then contracts much faster (the first step moves the most).
     work = F.shape[1] * F.shape[2] ** 2
     G = np.broadcast_to(Hinv[:, None], x.shape + Hinv.shape[-2:])
+    grad = gradient(theta)
     for it in range(_CHORD_ITER if x.size * work > _CHORD_MIN_WORK else 0):
         live = ~(converged | failed)
         if not live.any():
             break
-        grad = gradient(theta)
         kx = glm.d2loss((fx * theta).sum(-1), x)
         g1 = (grad[..., None, :] @ G)[..., 0, :]
         # Convergence is judged on the full step, the move on the damped one.
         step = g1 - (kx * (xi_x * grad).sum(-1) / (1.0 + kx * a))[..., None] * xi_x
-        theta, converged, failed, previous = advance(step, grad, live, theta, converged, failed, previous)
+        theta, grad, converged, failed, previous = advance(step, grad, live, theta, converged, failed,
+                                                           previous)
         if it == 0 and work <= _CHORD_MIN_WORK:
             L, fresh = _cholesky(hessian(theta, target=False), ~(converged | failed))
             G = np.where(fresh[..., None, None], _cho_inverse(L), G)
@@ -173,11 +177,10 @@ def _refine_targets(glm, F, H, P, theta0, reg0, Hinv, x, xi_x, a, u0x, e_rows, w
         live = ~(converged | failed)
         if not live.any():
             break
-        grad = gradient(theta)
         step, solved = _solve_pos(hessian(theta), grad, live)
         failed |= live & ~solved
-        theta, converged, failed, previous = advance(step, grad, live & solved, theta, converged,
-                                                     failed, previous)
+        theta, grad, converged, failed, previous = advance(step, grad, live & solved, theta, converged,
+                                                           failed, previous)
     ok = converged & ~failed
     fac, factored = _cholesky(hessian(theta), ok)
     ok &= factored

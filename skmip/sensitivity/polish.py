@@ -167,8 +167,18 @@ def _damped(gradient, theta, step, grad):
     ``grad`` of shape (..., D), ``gradient`` mapping such a stack to its gradients; each
     problem gets its own t (a problem with a zero step keeps t = 1, a zero move).
     """
+    return _damped_step(gradient, theta, step, grad)[0]
+
+
+def _damped_step(gradient, theta, step, grad):
+    """:func:`_damped`, and the gradient at ``theta - t * step``: the line search has just
+    evaluated it (its last evaluation is at every problem's final t), and the iteration
+    needs it next."""
+    at = []
+
     def slope(t):
-        return -(step * gradient(theta - t[..., None] * step)).sum(axis=-1)
+        at[:] = [gradient(theta - t[..., None] * step)]
+        return -(step * at[0]).sum(axis=-1)
 
     d0 = -(step * grad).sum(axis=-1)
     t = np.ones(d0.shape)
@@ -186,7 +196,7 @@ def _damped(gradient, theta, step, grad):
                 break
             lo, dlo = np.where(search & (dt < 0), t, lo), np.where(search & (dt < 0), dt, dlo)
             hi, dhi = np.where(search & (dt >= 0), t, hi), np.where(search & (dt >= 0), dt, dhi)
-    return t[..., None] * step
+    return t[..., None] * step, at[0]
 
 
 def _regulariser_hessian(block, H):
@@ -276,8 +286,8 @@ class MinimiserFits(SolverFits):
             th, previous = theta[:, index], np.full(B, np.inf)
             newton = np.full(B, F.shape[1] * F.shape[2] ** 2 <= _CHORD_MIN_WORK)
             active = ok.copy()
+            grad = gradient(th)
             for _ in range(max_iter):
-                grad = gradient(th)
                 step = np.zeros_like(th)
                 if np.any(newton & active):
                     curv = glm.d2loss((F @ th[..., None])[..., 0], rows)
@@ -293,7 +303,8 @@ class MinimiserFits(SolverFits):
                 ok &= np.isfinite(size) | ~active
                 active &= ok
                 step = np.where(active[:, None], step, 0.0)
-                th = th - _damped(gradient, th, step, grad)
+                move, grad = _damped_step(gradient, th, step, grad)
+                th = th - move
                 active &= ~((size <= 1e-14 * scale) | ((size >= 0.5 * previous) & (size <= 1e-9 * scale)))
                 if not np.any(active):
                     break
