@@ -110,7 +110,12 @@ def _refine_targets(glm, F, H, P, theta0, reg0, Hinv, x, xi_x, a, u0x, e_rows, w
     update of the factorised block Hessian, by Sherman-Morrison). Each iteration costs
     O(k D + D^2) instead of the O(k D^2) of forming a Hessian; the iteration converges
     linearly at the rate ||H^-1 (Hess F(theta) - H)||, which is small because one row moves
-    the fit little. Should it stall, Newton's method with exact Hessians takes over. Then
+    the fit little; where one Hessian is cheap (small k D^2) the frozen rows' Hessian is
+    refreshed once, after the first step, which makes that rate far smaller. Chord steps
+    are taken where Hessians are dear in all: on large problems, or on a large grid of
+    small ones; a small grid (one fit's few targets, whose cost is per-call overhead) goes
+    straight to Newton's method with exact Hessians, which also takes over should the
+    chord iteration stall. Then
     the removal of each e is linearised at that solution: theta(H - e + x) ~
     theta_{H+x} + (H' - l''_e x_e x_e')^-1 g'_e with H', g'_e the Hessian and e's gradient
     at theta_{H+x} (Sherman-Morrison).
