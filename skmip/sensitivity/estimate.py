@@ -16,7 +16,7 @@ from skmip.params import get_adapter
 from ._common import _OWNER, _fit_vector
 from ._result import SwapDeltas
 from .exact import _exact_distances
-from .influence import _influence_rounds
+from .batched import _influence_rounds
 from .losses import get_smooth_loss
 from .polish import MinimiserFits, SolverFits, _polish
 from .refit import _refit_rounds

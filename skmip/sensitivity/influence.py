@@ -10,7 +10,7 @@ from .newton import (
     _n_refine,
     _ops,
     _pair_coefficients,
-    _refine_target,
+    _refine_targets,
 )
 from .polish import _check_solver_error, _factor, _regulariser_hessian, _solver_step
 from .rounds import _jensen_summary, _round_design
@@ -23,9 +23,8 @@ def _prepare(block, factor, rows, whitener, newton):
     """Per-row quantities of one block for the pair distances.
 
     ``U``: the whitened per-row vectors whose combination is the swap's change: beta_i =
-    H^-1 g_i (first order) or xi_i = H^-1 x_i (Newton, generalised-linear blocks), with
-    ``Uraw`` their raw values on zero-scale coordinates. Newton also keeps the features,
-    the leverage h_ii = x_i' H^-1 x_i, the loss derivatives at the fit and the margins.
+    H^-1 g_i (first order) or xi_i = H^-1 x_i (Newton, generalised-linear blocks:
+    :func:`_glm_rows`), with ``Uraw`` their raw values on zero-scale coordinates.
     """
     if not newton:
         beta = linalg.cho_solve(factor, block.gradients[rows].T, check_finite=False).T
@@ -33,16 +32,26 @@ def _prepare(block, factor, rows, whitener, newton):
     glm = block.glm
     feats = glm.features[rows]
     xi = linalg.cho_solve(factor, feats.T, check_finite=False).T
+    return _glm_rows(feats, xi, glm.margins[rows], np.asarray(rows), glm, whitener, block.index)
+
+
+def _glm_rows(feats, xi, margins, rows, glm, whitener, index):
+    """The Newton engine's per-row quantities, for rows (..., ) of one fit or of a stack of fits.
+
+    The features x_i, xi_i = H^-1 x_i (whitened: ``U``, raw on zero-scale coordinates:
+    ``Uraw``), the leverage h_ii = x_i' H^-1 x_i, the margins u0 at the fit and the loss
+    derivatives there.
+    """
     return {
-        "rows": np.asarray(rows),
+        "rows": rows,
         "feats": feats,
         "xi": xi,
-        "U": whitener.apply(xi, block.index),
-        "Uraw": whitener.raw(xi, block.index),
-        "h": (feats * xi).sum(1),
-        "u0": glm.margins[rows],
-        "d1": glm.dloss(glm.margins[rows], rows),
-        "d2": glm.d2loss(glm.margins[rows], rows),
+        "U": whitener.apply(xi, index),
+        "Uraw": whitener.raw(xi, index),
+        "h": (feats * xi).sum(-1),
+        "u0": margins,
+        "d1": glm.dloss(margins, rows),
+        "d2": glm.d2loss(margins, rows),
     }
 
 
@@ -52,7 +61,8 @@ _X_KEYS = ("U", "Uraw", "xi", "h", "u0", "rows")
 
 
 def _take(prep, idx, keys=None):
-    return {key: value[idx] for key, value in prep.items() if keys is None or key in keys}
+    """The rows ``idx`` (an integer array of any shape) of the per-row quantities ``keys``."""
+    return {key: np.take(value, idx, axis=0) for key, value in prep.items() if keys is None or key in keys}
 
 
 def _assemble_sq(terms, cross, orthogonal):
@@ -84,6 +94,24 @@ def _assemble_sq(terms, cross, orthogonal):
                 raw = ce[..., None] * pe["Uraw"] - cx[..., None] * px["Uraw"]
             sq = np.where((raw != 0).any(axis=-1), np.inf, sq)
     return sq
+
+
+def _matched_distances(sides, whitener, newton):
+    """Distances of matched pairs from each block's (e side (T, p, .), target side (T, 1, .),
+    glm): the (T, p) whitened norms of the swaps' changes."""
+    terms = [(pe, px) + _pair_coefficients(pe, px, glm, newton, cross=False) for pe, px, glm in sides]
+    return np.sqrt(_assemble_sq(terms, False, whitener.diagonal))
+
+
+def _refine_fit(block, factor, P, H, px, cols, e_rows, whitener):
+    """:func:`_refine_targets` for the targets ``cols`` of ``px`` (one fit on ``H``), each with
+    its rows ``e_rows`` (len(cols), p): ``(dist, ok)``."""
+    glm = block.glm
+    Hinv = linalg.cho_solve(factor, np.eye(block.theta.size), check_finite=False)
+    F, H, theta, reg0, Hinv = (v[None] for v in (glm.features[H], H, block.theta, block.regularizer_gradient, Hinv))
+    targets = [v[None] for v in (px["rows"][cols], px["xi"][cols], px["h"][cols], px["u0"][cols], e_rows)]
+    dist, ok = _refine_targets(glm, F, H, P, theta, reg0, Hinv, *targets, whitener, block.index)
+    return dist[0], ok[0]
 
 
 def _influence_round(fitter, loss, Xd, y, sample_weight, n, k, seed, p, whitener, all_pairs,
@@ -135,30 +163,23 @@ def _influence_round(fitter, loss, Xd, y, sample_weight, n, k, seed, p, whitener
                     pxc = _take(px, chunk)
                     terms.append((pe, pxc) + _pair_coefficients(pe, pxc, glm, newton, cross=True))
                 dist = np.sqrt(_assemble_sq(terms, True, whitener.diagonal))
-                for col in np.argsort(-dist.mean(axis=0))[:n_refine]:
-                    better = _refine_target(blocks[0], factors[0], P, H, targets[chunk[col]], H, whitener)
-                    if better is not None:
-                        dist[:, col] = better
+                if n_refine:
+                    cols = np.argsort(-dist.mean(axis=0))[:n_refine]
+                    better, ok = _refine_fit(blocks[0], factors[0], P, H, preps[0][1], chunk[cols],
+                                             np.broadcast_to(H, (cols.size, k)), whitener)
+                    dist[:, cols[ok]] = better[ok].T
                 out[targets[chunk]] = _jensen_summary(dist.T, n_keep)
         elif targets.size:
             T = targets.size
             pos = rng.integers(0, k, size=(T, p))  # positions in H of each target's e
-            terms = []
-            for pe, px, glm in preps:
-                # e-side (T, p, .) gathered; target side (T, 1, .) broadcast, not copied.
-                pec = _take(pe, pos, _E_KEYS)
-                pxc = {key: value[:, None] for key, value in px.items() if key in _X_KEYS}
-                terms.append((pec, pxc) + _pair_coefficients(pec, pxc, glm, newton, cross=False))
-            dist = np.sqrt(_assemble_sq(terms, False, whitener.diagonal))
-            for t in np.argsort(-dist.mean(axis=1))[:n_refine]:
-                better = _refine_target(blocks[0], factors[0], P, H, targets[t], H[pos[t]], whitener)
-                if better is not None:
-                    dist[t] = better
+            # e-side (T, p, .) gathered; target side (T, 1, .) broadcast, not copied.
+            dist = _matched_distances(
+                [(_take(pe, pos, _E_KEYS), {key: value[:, None] for key, value in px.items() if key in _X_KEYS}, glm)
+                 for pe, px, glm in preps], whitener, newton)
+            if n_refine:
+                top = np.argsort(-dist.mean(axis=1))[:n_refine]
+                better, ok = _refine_fit(blocks[0], factors[0], P, H, preps[0][1], top, H[pos[top]], whitener)
+                dist[top[ok]] = better[ok]
             out[targets] = _jensen_summary(dist, n_keep)
         _check_solver_error(solver_error, out[targets], k)
     return out
-
-
-def _influence_rounds(seeds, *args):
-    """Several rounds in one job (shape (n, len(seeds), n_keep)): fewer, larger jobs."""
-    return np.stack([_influence_round(*args[:7], seed, *args[7:]) for seed in seeds], axis=1)

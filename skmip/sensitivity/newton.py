@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import linalg
 
-from .polish import _CHORD_MIN_WORK, _damped
+from .polish import _CHORD_MIN_WORK, _damped_step
+from .stacks import _cho_inverse, _cholesky, _data_hessian, _solve_pos
 
 #: Chord iterations before Newton's method with exact Hessians takes over (refinement).
 _CHORD_ITER = 30
@@ -88,15 +88,21 @@ def _pair_coefficients(pe, px, glm, newton, cross):
 
 def _settled(step, change, theta, previous):
     """Stop when the step is negligible next to the change it refines (1e-10 of it), or has
-    stopped shrinking at the level of rounding (a sum over k rows is exact to ~1e-16 k)."""
-    size = np.linalg.norm(step)
-    if size <= 1e-10 * np.linalg.norm(change) or size <= 1e-15 * (1.0 + np.linalg.norm(theta)):
-        return True
-    return size >= 0.5 * previous and size <= 1e-7 * np.linalg.norm(change)
+    stopped shrinking at the level of rounding (a sum over k rows is exact to ~1e-16 k).
+    Row by row on stacks (..., D); ``previous`` is the last step's norm."""
+    size, moved = np.linalg.norm(step, axis=-1), np.linalg.norm(change, axis=-1)
+    return ((size <= 1e-10 * moved) | (size <= 1e-15 * (1.0 + np.linalg.norm(theta, axis=-1)))
+            | ((size >= 0.5 * previous) & (size <= 1e-7 * moved)))
 
 
-def _refine_target(block, factor, P, H, x, e_rows, whitener):
-    """Distances for target ``x`` with its own addition solved to convergence.
+def _refine_targets(glm, F, H, P, theta0, reg0, Hinv, x, xi_x, a, u0x, e_rows, whitener, index):
+    r"""Distances for targets with their own addition solved to convergence.
+
+    A grid of independent problems, iterated together: fit ``b`` (the features ``F[b]``
+    (k, D) of its rows ``H[b]``, its minimiser ``theta0[b]``, the regulariser's gradient
+    ``reg0[b]`` there, the inverse ``Hinv[b]`` of its Hessian) and its
+    targets ``x[b]`` (q of them, with xi_x = H^-1 x_x, a = x_x' H^-1 x_x and the margins
+    ``u0x`` at the fit), each with its rows ``e_rows[b, j]`` (p of them) to remove.
 
     The minimiser of F_H + l_x (the exact objective of H + {x}, quadratic regulariser P) is
     found from the target-exact estimate by chord iterations: the exact gradient, and the
@@ -104,79 +110,101 @@ def _refine_target(block, factor, P, H, x, e_rows, whitener):
     update of the factorised block Hessian, by Sherman-Morrison). Each iteration costs
     O(k D + D^2) instead of the O(k D^2) of forming a Hessian; the iteration converges
     linearly at the rate ||H^-1 (Hess F(theta) - H)||, which is small because one row moves
-    the fit little. Should it stall, Newton's method with exact Hessians takes over. Then
-    the removal of each e in ``e_rows`` is linearised at that solution: theta(H - e + x) ~
+    the fit little; where one Hessian is cheap (small k D^2) the frozen rows' Hessian is
+    refreshed once, after the first step, which makes that rate far smaller. Chord steps
+    are taken where Hessians are dear in all: on large problems, or on a large grid of
+    small ones; a small grid (one fit's few targets, whose cost is per-call overhead) goes
+    straight to Newton's method with exact Hessians, which also takes over should the
+    chord iteration stall. Then
+    the removal of each e is linearised at that solution: theta(H - e + x) ~
     theta_{H+x} + (H' - l''_e x_e x_e')^-1 g'_e with H', g'_e the Hessian and e's gradient
-    at theta_{H+x} (Sherman-Morrison). Returns ``None`` if neither iteration converges (the
-    caller keeps the one-step value).
+    at theta_{H+x} (Sherman-Morrison).
+
+    Returns ``(dist, ok)``, shapes (B, q, p) and (B, q): ``ok`` is False where neither
+    iteration converged (the caller keeps the one-step value).
     """
-    glm = block.glm
-    F = glm.features
-    theta0 = block.theta
-    FH, fx, xrow = F[H], F[x], np.array([x])
-    xi_x = linalg.cho_solve(factor, fx, check_finite=False)
-    a = float(fx @ xi_x)
-    u = _solve_margin(np.array([a]), np.array([glm.margins[x]]), glm, xrow)
-    theta = theta0 - glm.dloss(u, xrow)[0] * xi_x
+    fx, t = glm.features[x], lambda A: np.swapaxes(A, -1, -2)
+    u = _solve_margin(a, u0x, glm, x)
+    theta = theta0[:, None] - glm.dloss(u, x)[..., None] * xi_x
 
-    def gradient(theta):
-        return (FH.T @ glm.dloss(FH @ theta, H) + block.regularizer_gradient + P @ (theta - theta0)
-                + glm.dloss(np.array([fx @ theta]), xrow)[0] * fx)
+    def gradient(theta):  # of F_H + l_x, (B, q, D)
+        rows = t(t(F) @ glm.dloss(F @ t(theta), H[..., None]))
+        target = glm.dloss((fx * theta).sum(-1), x)[..., None] * fx
+        return rows + reg0[:, None] + (theta - theta0[:, None]) @ P + target
 
-    # Chord iterations pay where forming a Hessian is dear (O(k D^2) against O(k D) each).
-    converged, previous = False, np.inf
-    for _ in range(_CHORD_ITER if FH.shape[0] * FH.shape[1] ** 2 > _CHORD_MIN_WORK else 0):
-        grad = gradient(theta)
-        kx = float(glm.d2loss(np.array([fx @ theta]), xrow)[0])
-        g1 = linalg.cho_solve(factor, grad, check_finite=False)
-        # Convergence is judged on the full step, the move on the damped one.
-        step = g1 - (kx * (xi_x @ grad) / (1.0 + kx * a)) * xi_x
-        theta = theta - _damped(gradient, theta, step, grad)
-        if not np.all(np.isfinite(theta)):
-            return None
-        if _settled(step, theta - theta0, theta, previous):
-            converged = True
+    def hessian(theta, target=True):  # of F_H + l_x, or (target=False) of F_H alone
+        rows = _data_hessian(F[:, None], t(glm.d2loss(F @ t(theta), H[..., None]))) + P
+        if not target:
+            return rows
+        kx = glm.d2loss((fx * theta).sum(-1), x)
+        return rows + kx[..., None, None] * fx[..., :, None] * fx[..., None, :]
+
+    def advance(step, grad, live, theta, converged, failed, previous):
+        """One damped step of the live problems; their convergence, or failure; the gradient
+        at the new point (0 for a problem that failed)."""
+        step = np.where(live[..., None], step, 0.0)
+        move, grad = _damped_step(gradient, theta, step, grad)
+        moved = theta - move
+        finite = np.isfinite(moved).all(axis=-1)
+        failed = failed | (live & ~finite)
+        live = live & finite
+        theta = np.where(live[..., None], moved, theta)
+        grad = np.where(failed[..., None], 0.0, grad)
+        converged = converged | (live & _settled(step, theta - theta0[:, None], theta, previous))
+        return theta, grad, converged, failed, np.where(live, np.linalg.norm(step, axis=-1), previous)
+
+    converged, failed = np.zeros(x.shape, dtype=bool), np.zeros(x.shape, dtype=bool)
+    previous = np.full(x.shape, np.inf)
+    # Chord iterations pay where forming a Hessian is dear (O(k D^2) against O(k D) each): on
+    # large problems, or on a large stack of small ones. On small ones a single Hessian is
+    # cheap: after the first step the frozen Hessian of the rows of H is refreshed there,
+    # where the iteration then contracts much faster (the first step moves the most).
+    work = F.shape[1] * F.shape[2] ** 2
+    G = np.broadcast_to(Hinv[:, None], x.shape + Hinv.shape[-2:])
+    grad = gradient(theta)
+    for it in range(_CHORD_ITER if x.size * work > _CHORD_MIN_WORK else 0):
+        live = ~(converged | failed)
+        if not live.any():
             break
-        previous = np.linalg.norm(step)
-    rows = np.r_[H, x]
-    Xr = F[rows]
-    if not converged:
-        previous = np.inf
-        for _ in range(50):
-            margins = Xr @ theta
-            hess = (Xr.T * glm.d2loss(margins, rows)) @ Xr + P
-            grad = gradient(theta)
-            try:
-                step = linalg.solve(hess, grad, assume_a="pos", check_finite=False)
-            except (linalg.LinAlgError, ValueError):
-                return None
-            theta = theta - _damped(gradient, theta, step, grad)
-            if _settled(step, theta - theta0, theta, previous):
-                break
-            previous = np.linalg.norm(step)
-        else:
-            return None
-    margins = Xr @ theta
-    hess = (Xr.T * glm.d2loss(margins, rows)) @ Xr + P
-    try:
-        fac = linalg.cho_factor(hess, lower=True, check_finite=False)
-    except linalg.LinAlgError:
-        return None
-    Fe = F[e_rows]
-    me = Fe @ theta
-    xi_e = linalg.cho_solve(fac, Fe.T, check_finite=False).T
+        kx = glm.d2loss((fx * theta).sum(-1), x)
+        g1 = (grad[..., None, :] @ G)[..., 0, :]
+        # Convergence is judged on the full step, the move on the damped one.
+        step = g1 - (kx * (xi_x * grad).sum(-1) / (1.0 + kx * a))[..., None] * xi_x
+        theta, grad, converged, failed, previous = advance(step, grad, live, theta, converged, failed,
+                                                           previous)
+        if it == 0 and work <= _CHORD_MIN_WORK:
+            L, fresh = _cholesky(hessian(theta, target=False), ~(converged | failed))
+            G = np.where(fresh[..., None, None], _cho_inverse(L), G)
+            xi_x = (fx[..., None, :] @ G)[..., 0, :]
+            a = (fx * xi_x).sum(-1)
+    previous = np.full(x.shape, np.inf)
+    for _ in range(50):
+        live = ~(converged | failed)
+        if not live.any():
+            break
+        step, solved = _solve_pos(hessian(theta), grad, live)
+        failed |= live & ~solved
+        theta, grad, converged, failed, previous = advance(step, grad, live & solved, theta, converged,
+                                                           failed, previous)
+    ok = converged & ~failed
+    fac, factored = _cholesky(hessian(theta), ok)
+    ok &= factored
+    Fe = glm.features[e_rows]  # (B, q, p, D)
+    me = (Fe * theta[..., None, :]).sum(-1)
+    xi_e = Fe @ _cho_inverse(fac)
     kappa = glm.d2loss(me, e_rows)
-    rho = glm.dloss(me, e_rows) / (1.0 - kappa * (Fe * xi_e).sum(1))
-    v = theta - theta0
-    vw = whitener.apply(v[None, :], block.index)[0]
-    xw = whitener.apply(xi_e, block.index)
-    sq = vw @ vw + 2.0 * rho * (xw @ vw) + rho**2 * (xw**2).sum(1)
+    rho = glm.dloss(me, e_rows) / (1.0 - kappa * (Fe * xi_e).sum(-1))
+    v = theta - theta0[:, None]
+    vw = whitener.apply(v, index)
+    xw = whitener.apply(xi_e, index)
+    sq = ((vw * vw).sum(-1)[..., None] + 2.0 * rho * (xw * vw[..., None, :]).sum(-1)
+          + rho**2 * (xw**2).sum(-1))
     out = np.sqrt(np.maximum(sq, 0.0))
-    vraw = whitener.raw(v[None, :], block.index)
-    if vraw.shape[1]:
-        raw = vraw + rho[:, None] * whitener.raw(xi_e, block.index)
-        out = np.where((raw != 0).any(axis=1), np.inf, out)
-    return out
+    vraw = whitener.raw(v, index)
+    if vraw.shape[-1]:
+        raw = vraw[..., None, :] + rho[..., None] * whitener.raw(xi_e, index)
+        out = np.where((raw != 0).any(axis=-1), np.inf, out)
+    return out, ok
 
 
 def _n_refine(fraction, n_targets):

@@ -20,11 +20,7 @@ from .rounds import _resolve_k
 
 
 def _subset_vectors(fitter, n, k, seeds):
-    out = []
-    for seed in seeds:
-        rows = np.sort(np.random.default_rng(seed).permutation(n)[:k])
-        out.append(fitter(rows)[1])
-    return np.array(out)
+    return fitter.vectors([np.sort(np.random.default_rng(seed).permutation(n)[:k]) for seed in seeds])
 
 
 def _make_fitter(estimator, adapter, X, y, fit_params, polish, template_rows):

@@ -12,12 +12,15 @@ from skmip.params import get_adapter
 
 from ._common import _OWNER, _fit_vector
 from .losses import get_smooth_loss
+from .stacks import _data_hessian, _solve_pos
 
 #: Below this many flops per Hessian (k D^2), Newton's method is cheaper than chord steps.
 _CHORD_MIN_WORK = 5e6
 #: Largest solver error, relative to the median swap distance of a fit, that the influence
 #: engines accept (they model the exact minimiser).
 _SOLVER_RTOL = 1e-2
+#: Elements of the features gathered for one stack of fits iterated together (memory cap).
+_STACK_ELEMENTS = 2**22
 #: Solver error, in units of the whitening scale, that is rounding whatever the distances.
 _SOLVER_ATOL = 1e-10
 
@@ -139,11 +142,15 @@ def _factor(block):
     try:
         return linalg.cho_factor(block.hessian, lower=True, check_finite=False)
     except linalg.LinAlgError:
-        raise ValueError(
-            f"{_OWNER}: the objective's Hessian at the fit is not positive definite (e.g. an "
-            "unpenalised model on separable or collinear data); the influence engines need "
-            "a strictly convex objective. Add regularisation or use engine='refit'."
-        ) from None
+        raise _not_convex() from None
+
+
+def _not_convex():
+    return ValueError(
+        f"{_OWNER}: the objective's Hessian at the fit is not positive definite (e.g. an "
+        "unpenalised model on separable or collinear data); the influence engines need "
+        "a strictly convex objective. Add regularisation or use engine='refit'."
+    )
 
 
 def _damped(gradient, theta, step, grad):
@@ -155,23 +162,41 @@ def _damped(gradient, theta, step, grad):
     once Newton's method converges quadratically); else regula falsi on [0, 1] finds the
     root of d (one step is exact for a quadratic). Without it Newton's and chord steps can
     cycle far from the minimiser (seen on outlying targets of standardized adult data).
+
+    Works row by row on a stack of independent problems too: ``theta``, ``step`` and
+    ``grad`` of shape (..., D), ``gradient`` mapping such a stack to its gradients; each
+    problem gets its own t (a problem with a zero step keeps t = 1, a zero move).
     """
-    d0 = -(step @ grad)
-    d1 = -(step @ gradient(theta - step))
-    if d1 <= -0.5 * d0:
-        return step
-    lo, hi, dlo, dhi = 0.0, 1.0, d0, d1
-    t = 1.0
-    for _ in range(20):
-        t = lo + (hi - lo) * dlo / (dlo - dhi) if dhi > dlo else 0.5 * (lo + hi)
-        dt = -(step @ gradient(theta - t * step))
-        if abs(dt) <= 0.1 * abs(d0):
-            break
-        if dt < 0:
-            lo, dlo = t, dt
-        else:
-            hi, dhi = t, dt
-    return t * step
+    return _damped_step(gradient, theta, step, grad)[0]
+
+
+def _damped_step(gradient, theta, step, grad):
+    """:func:`_damped`, and the gradient at ``theta - t * step``: the line search has just
+    evaluated it (its last evaluation is at every problem's final t), and the iteration
+    needs it next."""
+    at = []
+
+    def slope(t):
+        at[:] = [gradient(theta - t[..., None] * step)]
+        return -(step * at[0]).sum(axis=-1)
+
+    d0 = -(step * grad).sum(axis=-1)
+    t = np.ones(d0.shape)
+    d1 = slope(t)
+    search = d1 > -0.5 * d0
+    if np.any(search):
+        lo, hi, dlo, dhi = np.zeros(d0.shape), t.copy(), d0, d1
+        for _ in range(20):
+            guess = np.where(dhi > dlo, lo + (hi - lo) * dlo / np.where(dhi > dlo, dlo - dhi, -1.0),
+                             0.5 * (lo + hi))
+            t = np.where(search, guess, t)
+            dt = slope(t)
+            search = search & (np.abs(dt) > 0.1 * np.abs(d0))
+            if not np.any(search):
+                break
+            lo, dlo = np.where(search & (dt < 0), t, lo), np.where(search & (dt < 0), dt, dlo)
+            hi, dhi = np.where(search & (dt >= 0), t, hi), np.where(search & (dt >= 0), dt, dhi)
+    return t[..., None] * step, at[0]
 
 
 def _regulariser_hessian(block, H):
@@ -197,6 +222,10 @@ class SolverFits:
             theta = _polish(fitted, self.loss, self.adapter, self.Xd, self.y, rows,
                             self.fit_params.get("sample_weight"))
         return fitted, theta
+
+    def vectors(self, row_sets):
+        """Parameter vectors of the fits on each row set, shape (len, n_params)."""
+        return np.array([self(rows)[1] for rows in row_sets])
 
 
 class MinimiserFits(SolverFits):
@@ -237,46 +266,75 @@ class MinimiserFits(SolverFits):
     def _chord(self, rows, max_iter=100):
         """Damped chord steps per block while they contract (each step at most half the
         last), then damped Newton steps with exact Hessians: rare features that only some
-        subsets contain make the template's curvature a poor model in a few directions."""
-        theta = self.theta.copy()
+        subsets contain make the template's curvature a poor model in a few directions.
+
+        ``rows`` (B, k): the row sets of B independent fits, iterated together as a stack
+        (each with its own step sizes and stopping); returns the parameter vectors (B, n_params)
+        and a mask of the fits that converged.
+        """
+        B = rows.shape[0]
+        theta = np.tile(self.theta, (B, 1))
+        ok = np.ones(B, dtype=bool)
         for index, factor, P, r0, glm in self.chord:
-            F = glm.features[rows]
+            F = glm.features[rows]  # (B, k, D)
 
             def gradient(th, F=F, P=P, r0=r0, glm=glm):
-                return F.T @ glm.dloss(F @ th, rows) + P @ th + r0
+                margins = (F @ th[..., None])[..., 0]
+                return (np.swapaxes(F, 1, 2) @ glm.dloss(margins, rows)[..., None])[..., 0] + th @ P + r0
 
             # Newton from the start where a Hessian is cheap; chord steps first where not.
-            th, previous = theta[index], np.inf
-            newton = F.shape[0] * F.shape[1] ** 2 <= _CHORD_MIN_WORK
+            th, previous = theta[:, index], np.full(B, np.inf)
+            newton = np.full(B, F.shape[1] * F.shape[2] ** 2 <= _CHORD_MIN_WORK)
+            active = ok.copy()
+            grad = gradient(th)
             for _ in range(max_iter):
-                grad = gradient(th)
-                if newton:
-                    hess = (F.T * glm.d2loss(F @ th, rows)) @ F + P
-                    try:
-                        step = linalg.solve(hess, grad, assume_a="pos", check_finite=False)
-                    except (linalg.LinAlgError, ValueError):
-                        return None
-                else:
-                    step = linalg.cho_solve(factor, grad, check_finite=False)
+                step = np.zeros_like(th)
+                if np.any(newton & active):
+                    curv = glm.d2loss((F @ th[..., None])[..., 0], rows)
+                    step, solved = _solve_pos(_data_hessian(F, curv) + P, grad, newton & active)
+                    ok &= solved | ~(newton & active)
+                    active &= ok
+                if not np.all(newton):
+                    chord = linalg.cho_solve(factor, grad.T, check_finite=False).T
+                    step = np.where(newton[:, None], step, chord)
                 # Convergence is judged on the full step (a measure of the gradient), never on
                 # the damped one: a short damped step says nothing about being at the minimum.
-                size, scale = np.linalg.norm(step), 1.0 + np.linalg.norm(th)
-                if not np.isfinite(size):
-                    return None
-                th = th - _damped(gradient, th, step, grad)
-                if size <= 1e-14 * scale or (size >= 0.5 * previous and size <= 1e-9 * scale):
+                size, scale = np.linalg.norm(step, axis=1), 1.0 + np.linalg.norm(th, axis=1)
+                ok &= np.isfinite(size) | ~active
+                active &= ok
+                step = np.where(active[:, None], step, 0.0)
+                move, grad = _damped_step(gradient, th, step, grad)
+                th = th - move
+                active &= ~((size <= 1e-14 * scale) | ((size >= 0.5 * previous) & (size <= 1e-9 * scale)))
+                if not np.any(active):
                     break
-                newton = newton or size > 0.5 * previous
+                newton |= size > 0.5 * previous
                 previous = size
-            else:
-                return None
-            theta[index] = th
-        return theta
+            ok &= ~active
+            theta[:, index] = th
+        return theta, ok
+
+    def vectors(self, row_sets):
+        """Parameter vectors of the fits on each row set (equal sizes), shape (len, n_params):
+        stacks of fits iterated together (:meth:`_chord`), any that fails by :meth:`__call__`."""
+        row_sets = np.asarray(row_sets)
+        if self.chord is None or not len(row_sets):
+            return super().vectors(row_sets)
+        per_fit = row_sets.shape[1] * max(idx.size for idx, *_ in self.chord)
+        width = max(1, _STACK_ELEMENTS // per_fit)
+        out = np.empty((len(row_sets), self.theta.size))
+        for start in range(0, len(row_sets), width):
+            stack = row_sets[start:start + width]
+            out[start:start + width], ok = self._chord(stack)
+            for i in np.flatnonzero(~ok):
+                out[start + i] = self(stack[i])[1]
+        return out
 
     def __call__(self, rows):
         fitted = copy.deepcopy(self.template)
-        theta = self._chord(rows) if self.chord is not None else None
-        if theta is not None:
+        theta, ok = self._chord(np.asarray(rows)[None]) if self.chord is not None else (None, [False])
+        if ok[0]:
+            theta = theta[0]
             self.adapter.set_vector(fitted, theta)
             return fitted, theta
         try:

@@ -76,4 +76,4 @@ class _Whitener:
 
     def raw(self, V, index):
         """The rows' values on zero-scale coordinates (none for a matrix scale)."""
-        return V[:, self.zero[index]] if self.diagonal else V[:, :0]
+        return V[..., self.zero[index]] if self.diagonal else V[..., :0]
