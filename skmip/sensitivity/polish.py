@@ -12,7 +12,7 @@ from skmip.params import get_adapter
 
 from ._common import _OWNER, _fit_vector
 from .losses import get_smooth_loss
-from .stacks import _data_hessian, _solve_pos
+from .stacks import _cho_inverse, _cholesky, _data_hessian, _solve_pos
 
 #: Below this many flops per Hessian (k D^2), Newton's method is cheaper than chord steps.
 _CHORD_MIN_WORK = 5e6
@@ -284,16 +284,30 @@ class MinimiserFits(SolverFits):
 
             # Newton from the start where a Hessian is cheap; chord steps first where not.
             th, previous = theta[:, index], np.full(B, np.inf)
-            newton = np.full(B, F.shape[1] * F.shape[2] ** 2 <= _CHORD_MIN_WORK)
+            lagged = F.shape[1] * F.shape[2] ** 2 > _CHORD_MIN_WORK
+            newton = np.full(B, not lagged)
+            # Where a Hessian is dear, Newton's method keeps each one while its steps shrink
+            # at least 4 times (Shamanskii's variant: such a step costs O(kD), not O(kD^2)).
+            kept, current = np.zeros(th.shape + th.shape[-1:]), np.zeros(B, dtype=bool)
             active = ok.copy()
             grad = gradient(th)
             for _ in range(max_iter):
                 step = np.zeros_like(th)
-                if np.any(newton & active):
+                if np.any(newton & active) and not lagged:
                     curv = glm.d2loss((F @ th[..., None])[..., 0], rows)
                     step, solved = _solve_pos(_data_hessian(F, curv) + P, grad, newton & active)
                     ok &= solved | ~(newton & active)
                     active &= ok
+                elif np.any(newton & active):
+                    need = newton & active & ~current
+                    if np.any(need):
+                        curv = glm.d2loss((F[need] @ th[need][..., None])[..., 0], rows[need])
+                        chol, solved = _cholesky(_data_hessian(F[need], curv) + P, np.ones(int(need.sum()), dtype=bool))
+                        kept[need] = _cho_inverse(chol)
+                        ok[need] &= solved
+                        current |= need
+                        active &= ok
+                    step = np.where((newton & active)[:, None], (kept @ grad[..., None])[..., 0], 0.0)
                 if not np.all(newton):
                     chord = linalg.cho_solve(factor, grad.T, check_finite=False).T
                     step = np.where(newton[:, None], step, chord)
@@ -308,6 +322,7 @@ class MinimiserFits(SolverFits):
                 active &= ~((size <= 1e-14 * scale) | ((size >= 0.5 * previous) & (size <= 1e-9 * scale)))
                 if not np.any(active):
                     break
+                current &= size <= 0.25 * previous  # else a fresh Hessian at the next iterate
                 newton |= size > 0.5 * previous
                 previous = size
             ok &= ~active
