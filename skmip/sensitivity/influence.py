@@ -17,6 +17,8 @@ from .rounds import _jensen_summary, _round_design
 
 #: Elements of one (e x targets) cross matrix computed at a time (memory cap).
 _CHUNK_ELEMENTS = 2**20
+#: Elements of one gathered (targets x pairs x D) array of sampled pairs (cache-sized chunks).
+_GATHER_ELEMENTS = 2**19
 
 
 def _prepare(block, factor, rows, whitener, newton):
@@ -172,10 +174,14 @@ def _influence_round(fitter, loss, Xd, y, sample_weight, n, k, seed, p, whitener
         elif targets.size:
             T = targets.size
             pos = rng.integers(0, k, size=(T, p))  # positions in H of each target's e
-            # e-side (T, p, .) gathered; target side (T, 1, .) broadcast, not copied.
-            dist = _matched_distances(
-                [(_take(pe, pos, _E_KEYS), {key: value[:, None] for key, value in px.items() if key in _X_KEYS}, glm)
-                 for pe, px, glm in preps], whitener, newton)
+            dist = np.empty((T, p))
+            # e-side (chunk, p, .) gathered, in chunks that stay in cache; target side
+            # (chunk, 1, .) broadcast, not copied.
+            width = max(1, _GATHER_ELEMENTS // (p * Xd.shape[1]))
+            for c in (slice(a, a + width) for a in range(0, T, width)):
+                dist[c] = _matched_distances(
+                    [(_take(pe, pos[c], _E_KEYS), {key: value[c, None] for key, value in px.items() if key in _X_KEYS},
+                      glm) for pe, px, glm in preps], whitener, newton)
             if n_refine:
                 top = np.argsort(-dist.mean(axis=1))[:n_refine]
                 better, ok = _refine_fit(blocks[0], factors[0], P, H, preps[0][1], top, H[pos[top]], whitener)
