@@ -76,11 +76,14 @@ class CouplingNoise:
         self._distances = deltas.distances
         self._train_fraction = deltas.train_fraction
         self.engine = deltas.engine
+        self._calibrations = {}  # eta -> calibration: a path repeats eta for fresh draws
 
     def draw(self, eta, rng):
-        cal = coupling_noise_scale(
-            self._distances, eta, confidence=self.confidence, train_fraction=self._train_fraction
-        )
+        cal = self._calibrations.get(eta)
+        if cal is None:
+            cal = self._calibrations[eta] = coupling_noise_scale(
+                self._distances, eta, confidence=self.confidence, train_fraction=self._train_fraction
+            )
         noise = sample_gaussian_noise(self.scale, cal.noise_scale, random_state=rng)
         return noise, {
             "noise_scale_": float(cal.noise_scale),
