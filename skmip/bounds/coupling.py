@@ -207,6 +207,64 @@ def _draw_values(deltas, s, weight, pair_weights=None):
     return weight * (tv * pair_weights).sum(axis=2)
 
 
+class _JensenBounds:
+    r"""Cheap upper bounds on the draw values, to evaluate them exactly only where it matters.
+
+    :math:`t \mapsto \operatorname{erf}(t / (s\sqrt8))` is concave and non-decreasing, so by
+    Jensen's inequality a mean of TVs is at most the TV of the mean distance: per draw, the
+    value over its pairs :math:`Y_{x,r} \le c\,\mathrm{TV}(\bar\Delta_{x,r}/s)`, and per
+    target the mean over draws is at most :math:`c\,\mathrm{TV}(\bar\Delta_x/s)`. The
+    searches over :math:`s` use them without changing any result:
+
+    * the point estimate's maximum over targets is evaluated exactly on the targets in
+      decreasing order of their bound, until the bound falls below the best exact value;
+    * the betting bound is non-decreasing in every draw (:mod:`skmip.bounds.betting`), so a
+      target that passes with its draws replaced by upper bounds passes; only the others are
+      evaluated exactly (first against the constant bound :math:`\max_r`, then per draw).
+    """
+
+    #: Targets evaluated exactly at a time by :meth:`max_mean`.
+    _STEP = 64
+
+    def __init__(self, arr, pw=None):
+        per_draw = arr.mean(axis=2) if pw is None else np.where(pw > 0, arr * pw, 0.0).sum(axis=2)
+        self.per_draw = per_draw  # (n_targets, n_draws): mean distance of each draw
+        self.per_target = per_draw.mean(axis=1)
+        self.worst_draw = per_draw.max(axis=1)
+
+    @staticmethod
+    def _tv(d, s):
+        return erf(d / (s * _SQRT8)) if s > 0 else (d > 0).astype(np.float64)
+
+    def max_mean(self, arr, s, weight, pw=None):
+        """``max_x`` of the mean over draws of ``_draw_values`` at ``s``, exactly."""
+        upper = weight * self._tv(self.per_target, s)
+        order = np.argsort(-upper, kind="stable")
+        best = -np.inf
+        for start in range(0, order.size, self._STEP):
+            idx = order[start:start + self._STEP]
+            if upper[idx[0]] <= best:
+                break
+            values = _draw_values(arr[idx], s, weight, None if pw is None else pw[idx])
+            best = max(best, float(values.mean(axis=1).max()))
+        return best
+
+    def all_pass(self, arr, s, weight, eta, log_threshold):
+        """Whether every target's betting bound at ``s`` is at most ``eta`` (exactly)."""
+        m = arr.shape[1]
+        # Every draw at most the target's worst draw's bound: a constant sample c, whose
+        # capital at eta under the bet theta / weight is m log(1 + theta (eta - c) / weight).
+        c = weight * self._tv(self.worst_draw, s)
+        capital = m * np.log1p(np.multiply.outer(eta - c, BET_FRACTIONS / weight)).max(axis=1)
+        todo = np.flatnonzero(~(capital >= log_threshold))
+        if todo.size:  # each draw at most its own bound
+            y = weight * self._tv(self.per_draw[todo], s)
+            todo = todo[~betting_passes(y, eta, weight, log_threshold)]
+        if todo.size:  # the exact values
+            return bool(betting_passes(_draw_values(arr[todo], s, weight), eta, weight, log_threshold).all())
+        return True
+
+
 def _check_weights(owner, weights, arr):
     """Pair weights of exhaustive, grouped deltas: >= 0, shape of ``arr``, sum 1 on axis 2."""
     if weights is None:
@@ -510,8 +568,10 @@ def _point_root(arr, eta, weight, pw=None):
     """The s at which max_x* mean TV equals eta (continuous, non-increasing in s)."""
     from scipy.optimize import brentq
 
+    bounds = _JensenBounds(arr, pw)
+
     def excess(log_s):
-        return float(_draw_values(arr, math.exp(log_s), weight, pw).mean(axis=1).max()) - eta
+        return bounds.max_mean(arr, math.exp(log_s), weight, pw) - eta
 
     def share(mask):  # the (weighted) fraction of each target's distances in mask, maximised
         return float((mask.mean(axis=2) if pw is None else (mask * pw).sum(axis=2)).mean(axis=1).max())
@@ -715,9 +775,10 @@ def _betting_scale(arr, eta, weight, alpha, G, s_point, confidence):
     n_t, m = arr.shape[0], arr.shape[1]
     log_threshold = _betting_log_threshold(n_t, alpha)
 
+    bounds = _JensenBounds(arr)
+
     def ok(j):
-        y = _draw_values(arr, 2.0 ** (j / G), weight)
-        return bool(betting_passes(y, eta, weight, log_threshold).all())
+        return bounds.all_pass(arr, 2.0 ** (j / G), weight, eta, log_threshold)
 
     # As s -> inf each draw value tends to weight * (its fraction of infinite distances),
     # from above: if the bound fails there, it fails at every s.
