@@ -395,3 +395,33 @@ def test_betting_mean_upper_validates_and_is_monotone_in_the_draws():
     # Never below the sample mean, never above the range.
     u = betting_mean_upper(rng.uniform(0, 0.5, size=(5, 50)), upper=0.5, delta=0.01)
     assert np.all(u <= 0.5)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_pruned_searches_match_full_evaluation(seed):
+    """The Jensen bounds only skip exact evaluations that cannot matter: the point root and
+    the betting grid point are those of evaluating every draw at every step."""
+    from scipy.optimize import brentq
+
+    from skmip.bounds.betting import betting_passes
+    from skmip.bounds.coupling import _betting_log_threshold, _draw_values
+
+    rng = np.random.default_rng(seed)
+    d = rng.gamma(rng.uniform(0.5, 3.0), 0.05, size=(120, 300, 4))
+    d[rng.integers(0, 120, 3)] *= rng.uniform(1.0, 5.0)  # a few exposed targets
+    d[5, 0, 0] = np.inf
+    for eta in (0.1, 0.3):
+        cal = coupling_noise_scale(d, eta, train_fraction=0.5)
+
+        def excess(log_s):
+            return float(_draw_values(d, math.exp(log_s), 0.5).mean(axis=1).max()) - eta
+
+        point = math.exp(brentq(excess, -20.0, 20.0, xtol=1e-12, rtol=1e-14))
+        assert cal.noise_scale_point == pytest.approx(point, rel=1e-9)
+        threshold = _betting_log_threshold(120, 0.05)
+        j = round(128 * math.log2(cal.noise_scale))
+
+        def passes(j):
+            return bool(betting_passes(_draw_values(d, 2.0 ** (j / 128), 0.5), eta, 0.5, threshold).all())
+
+        assert passes(j) and not passes(j - 1)
