@@ -33,7 +33,9 @@ def timed(fn, *args, **kwargs):
 
 
 def median_time(fn, repeats=20):
-    """Median wall time of ``repeats`` calls (small, fast operations)."""
+    """Median wall time of ``repeats`` calls (small, fast operations), after one untimed call
+    (the first call in a process pays for imports and caches)."""
+    fn()
     return float(np.median([timed(fn)[1] for _ in range(repeats)]))
 
 
