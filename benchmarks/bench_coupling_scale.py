@@ -7,6 +7,7 @@ Commands (results and their load in docs/coupling.md, "Cost and scaling"):
     python benchmarks/bench_coupling_scale.py bounds
     python benchmarks/bench_coupling_scale.py adult --n-jobs 2
     python benchmarks/bench_coupling_scale.py scaling --n-jobs 2 [--plot docs/figures/coupling_scaling.png]
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_coupling_scale.py engine
 
 ``ratio``: breast cancer (standardized, the README quickstart's 75/25 split),
 ``LogisticRegression(C=0.1)``, eta = 0.1, the wrapper's defaults, one core: wrapper fit time
@@ -17,6 +18,8 @@ calibration serves eta = 0.1 and 0.05 (:func:`skmip.mip_noise_path`, five noise 
 test accuracy against the non-private model.
 ``scaling``: one wrapper fit (eta = 0.1) per n on synthetic logistic data (d = 50) and on
 adult subsamples; time against n on log-log axes (slope), noise scale in units of the noise shape.
+``engine``: the ``"newton"`` engine against exact refits on the same pairs, in the designed and
+the covariance noise shape (breast cancer) and in the designed one (an adult subsample).
 """
 
 from __future__ import annotations
@@ -106,6 +109,40 @@ def bench_adult(n_jobs, draws=5):
                           f"private acc (mean of {draws} draws)", "noise scale s", "eta upper"], rows))
 
 
+def bench_engine(shapes=("design", "full"), bc_rounds=12, adult_rows=1500, adult_rounds=4):
+    """The ``"newton"`` engine against exact refits on the same (x*, e) pairs, per noise shape:
+    per-pair and per-target ratios, and the point-estimate scale at eta = 0.1 of each."""
+    from skmip.bounds import coupling_noise_scale
+    from skmip.sensitivity import design_noise_factor, estimate_noise_factor, estimate_swap_deltas
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X_bc, _, y_bc, _ = train_test_split(StandardScaler().fit_transform(X), y, random_state=0)
+    X_ad, _, y_ad, _ = split_scaled("adult")
+    rows_ad = np.random.default_rng(adult_rows).permutation(len(X_ad))[:adult_rows]
+    cases = [("breast cancer", X_bc, y_bc, bc_rounds, 8, shapes),
+             (f"adult ({adult_rows:,} rows)", X_ad[rows_ad], y_ad[rows_ad], adult_rounds, 4, shapes[:1])]
+    rows = []
+    for name, X, y, rounds, pairs, case_shapes in cases:
+        est, k = LogisticRegression(C=0.1, solver="newton-cholesky", tol=1e-12), len(X) // 2
+        for shape in case_shapes:
+            L = (design_noise_factor(est, X, y, train_size=k) if shape == "design" else
+                 estimate_noise_factor(est, X, y, train_size=k, n_subsets=128, random_state=1, polish=True))
+            d, t = {}, {}
+            for engine in ("newton", "refit"):
+                d[engine], t[engine] = timed(estimate_swap_deltas, est, X, y, scale=L, train_size=k, n_rounds=rounds,
+                                             random_state=2, engine=engine, pairs_per_target=pairs,
+                                             summary_size=pairs, polish=True)
+            a, b = d["newton"].distances, d["refit"].distances
+            pair = np.quantile(a / b, [0, 0.01, 0.5, 0.99, 1])
+            target = np.quantile(a.mean(axis=(1, 2)) / b.mean(axis=(1, 2)), [0, 0.01, 0.99, 1])
+            s = [coupling_noise_scale(v, 0.1, train_fraction=k / len(X), confidence=None).noise_scale for v in (a, b)]
+            rows.append([name, shape, f"{rounds} x {len(X)} x {pairs}", " / ".join(f"{q:.3f}" for q in pair),
+                         " / ".join(f"{q:.3f}" for q in target), f"{s[0] / s[1]:.4f}", f"{t['refit']:.0f} s"])
+            print(rows[-1], flush=True)
+    print(markdown_table(["data", "shape", "rounds x targets x pairs", "per pair: min / 1% / median / 99% / max",
+                          "per target: min / 1% / 99% / max", "s_point newton / refits'", "refit time"], rows))
+
+
 def _synthetic(n, d=50, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))
@@ -161,7 +198,7 @@ def plot_scaling(curves, n_jobs, path):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("what", choices=("ratio", "bounds", "adult", "scaling"))
+    p.add_argument("what", choices=("ratio", "bounds", "adult", "scaling", "engine"))
     p.add_argument("--n-jobs", type=int, default=1)
     p.add_argument("--n-rounds", type=int, default=None, help="ratio: override the wrapper's n_rounds")
     p.add_argument("--sizes", type=int, nargs="+", default=[1000, 3000, 10000, 30000, 100000, 200000])
@@ -175,6 +212,8 @@ def main(argv=None):
         bench_bounds()
     elif args.what == "adult":
         bench_adult(args.n_jobs)
+    elif args.what == "engine":
+        bench_engine()
     else:
         bench_scaling(args.n_jobs, args.sizes, args.adult_sizes, args.plot)
 
