@@ -267,6 +267,8 @@ class MinimiserFits(SolverFits):
         """Damped chord steps per block while they contract (each step at most half the
         last), then damped Newton steps with exact Hessians: rare features that only some
         subsets contain make the template's curvature a poor model in a few directions.
+        Where a Hessian is dear (k D^2 above ``_CHORD_MIN_WORK``) each one is kept while the
+        steps it gives shrink at least 4 times, and formed afresh at the next iterate when not.
 
         ``rows`` (B, k): the row sets of B independent fits, iterated together as a stack
         (each with its own step sizes and stopping); returns the parameter vectors (B, n_params)
