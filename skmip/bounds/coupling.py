@@ -227,6 +227,7 @@ class _JensenBounds:
     _STEP = 64
 
     def __init__(self, arr, pw=None):
+        self.arr, self.pw = arr, pw
         per_draw = arr.mean(axis=2) if pw is None else np.where(pw > 0, arr * pw, 0.0).sum(axis=2)
         self.per_draw = per_draw  # (n_targets, n_draws): mean distance of each draw
         self.per_target = per_draw.mean(axis=1)
@@ -236,7 +237,7 @@ class _JensenBounds:
     def _tv(d, s):
         return erf(d / (s * _SQRT8)) if s > 0 else (d > 0).astype(np.float64)
 
-    def max_mean(self, arr, s, weight, pw=None):
+    def max_mean(self, s, weight):
         """``max_x`` of the mean over draws of ``_draw_values`` at ``s``, exactly."""
         upper = weight * self._tv(self.per_target, s)
         order = np.argsort(-upper, kind="stable")
@@ -245,13 +246,13 @@ class _JensenBounds:
             idx = order[start:start + self._STEP]
             if upper[idx[0]] <= best:
                 break
-            values = _draw_values(arr[idx], s, weight, None if pw is None else pw[idx])
+            values = _draw_values(self.arr[idx], s, weight, None if self.pw is None else self.pw[idx])
             best = max(best, float(values.mean(axis=1).max()))
         return best
 
-    def all_pass(self, arr, s, weight, eta, log_threshold):
+    def all_pass(self, s, weight, eta, log_threshold):
         """Whether every target's betting bound at ``s`` is at most ``eta`` (exactly)."""
-        m = arr.shape[1]
+        m = self.arr.shape[1]
         # Every draw at most the target's worst draw's bound: a constant sample c, whose
         # capital at eta under the bet theta / weight is m log(1 + theta (eta - c) / weight).
         c = weight * self._tv(self.worst_draw, s)
@@ -261,7 +262,7 @@ class _JensenBounds:
             y = weight * self._tv(self.per_draw[todo], s)
             todo = todo[~betting_passes(y, eta, weight, log_threshold)]
         if todo.size:  # the exact values
-            return bool(betting_passes(_draw_values(arr[todo], s, weight), eta, weight, log_threshold).all())
+            return bool(betting_passes(_draw_values(self.arr[todo], s, weight), eta, weight, log_threshold).all())
         return True
 
 
@@ -571,7 +572,7 @@ def _point_root(arr, eta, weight, pw=None):
     bounds = _JensenBounds(arr, pw)
 
     def excess(log_s):
-        return bounds.max_mean(arr, math.exp(log_s), weight, pw) - eta
+        return bounds.max_mean(math.exp(log_s), weight) - eta
 
     def share(mask):  # the (weighted) fraction of each target's distances in mask, maximised
         return float((mask.mean(axis=2) if pw is None else (mask * pw).sum(axis=2)).mean(axis=1).max())
@@ -778,7 +779,7 @@ def _betting_scale(arr, eta, weight, alpha, G, s_point, confidence):
     bounds = _JensenBounds(arr)
 
     def ok(j):
-        return bounds.all_pass(arr, 2.0 ** (j / G), weight, eta, log_threshold)
+        return bounds.all_pass(2.0 ** (j / G), weight, eta, log_threshold)
 
     # As s -> inf each draw value tends to weight * (its fraction of infinite distances),
     # from above: if the bound fails there, it fails at every s.

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import sparse
+from scipy import linalg, sparse
 from sklearn.base import clone
 
 from skmip._random import draw_seed, fix_inner_random_state, resolve_rng
@@ -88,12 +88,11 @@ def _influence_vectors(fitted, loss, Xd, y, sample_weight, k, size):
     for b in loss.blocks(fitted, Xd, y, rows, sample_weight):
         P = _regulariser_hessian(b, rows) if b.glm is not None else np.zeros_like(b.hessian)
         Hk = (k / n) * (b.hessian - P) + P
-        fac = np.linalg.cholesky(0.5 * (Hk + Hk.T))
-        solve = lambda B: np.linalg.solve(fac.T, np.linalg.solve(fac, B))  # noqa: E731
-        Vb = solve(b.gradients.T).T
+        fac = linalg.cho_factor(Hk, lower=True, check_finite=False)
+        Vb = linalg.cho_solve(fac, b.gradients.T, check_finite=False).T
         if b.glm is not None:
             F = b.glm.features
-            lev = (F * solve(F.T).T).sum(axis=1)
+            lev = (F * linalg.cho_solve(fac, F.T, check_finite=False).T).sum(axis=1)
             share = (k / n) * b.glm.d2loss(b.glm.margins, rows) * lev
             Vb = Vb / np.maximum(1.0 - share, 1e-12)[:, None]
         V[:, b.index] = Vb

@@ -12,7 +12,7 @@ from .newton import (
     _pair_coefficients,
     _refine_targets,
 )
-from .polish import _check_solver_error, _factor, _regulariser_hessian, _solver_step
+from .polish import _check_solver_error, _factor, _solver_step
 from .rounds import _jensen_summary, _round_design
 
 #: Elements of one (e x targets) cross matrix computed at a time (memory cap).
@@ -154,7 +154,7 @@ def _influence_round(fitter, loss, Xd, y, sample_weight, n, k, seed, p, whitener
             continue  # --- end hook ---
         # Refining the most exposed targets needs one generalised-linear block.
         n_refine = _n_refine(refine if (newton and len(blocks) == 1) else 0.0, targets.size)
-        P = _regulariser_hessian(blocks[0], H) if n_refine else None
+        P = fitter.regulariser_hessian(blocks[0], H) if n_refine else None
         if all_pairs:
             # Chunk the targets so that each (k x chunk) cross matrix stays small.
             width = max(1, _CHUNK_ELEMENTS // k)

@@ -227,6 +227,10 @@ class SolverFits:
         """Parameter vectors of the fits on each row set, shape (len, n_params)."""
         return np.array([self(rows)[1] for rows in row_sets])
 
+    def regulariser_hessian(self, block, rows):
+        """The regulariser's Hessian P of a generalised-linear ``block`` fitted on ``rows``."""
+        return _regulariser_hessian(block, rows)
+
 
 class MinimiserFits(SolverFits):
     r"""Fits that *are* the exact minimiser, from a warm start, without the estimator's solver.
@@ -330,6 +334,14 @@ class MinimiserFits(SolverFits):
             ok &= ~active
             theta[:, index] = th
         return theta, ok
+
+    def regulariser_hessian(self, block, rows):
+        """P is constant for the quadratic penalties the refinement models: the template's,
+        already formed, instead of a Hessian over ``rows`` formed again."""
+        for index, _, P, _, _ in self.chord or ():
+            if np.array_equal(index, block.index):
+                return P
+        return super().regulariser_hessian(block, rows)
 
     def vectors(self, row_sets):
         """Parameter vectors of the fits on each row set (equal sizes), shape (len, n_params):
