@@ -141,16 +141,21 @@ def test_betting_upper_bound_is_the_per_target_betting_bound_with_a_union_bound(
 
 
 @pytest.mark.parametrize("bound", ["maurer-pontil", "betting"])
-def test_upper_bound_covers_the_true_means_at_least_at_the_stated_rate(bound):
+@pytest.mark.parametrize("skewed", [False, True])
+def test_upper_bound_covers_the_true_means_at_least_at_the_stated_rate(bound, skewed):
     # 8 targets whose distances are exponential with known scales: the true mean of the TV
     # term is an integral we compute by quadrature. Over 300 independent replications
     # (fixed seeds) the per-target bounds must cover every target at once in at least 90%
     # of them. Were the coverage exactly 0.9, the count would fall at or below `low` with
-    # probability < 1e-3 (binomial lower tail).
+    # probability < 1e-3 (binomial lower tail). ``skewed`` spends alpha unevenly over the
+    # targets (a weighted union bound), most of it on the most exposed ones, whose bounds
+    # then come closest to their means: the statement holds all the same.
     from skmip.bounds.coupling import _ucb_per_target
 
     scales = np.linspace(0.2, 2.0, 8)
     s = 1.5
+    shares = np.geomspace(1.0, 8.0, 8) if skewed else np.ones(8)
+    shares = shares / shares.sum()
 
     def true_mean(scale):
         f = lambda t: 0.5 * math.erf(t / (s * math.sqrt(8))) * math.exp(-t / scale) / scale  # noqa: E731
@@ -162,11 +167,12 @@ def test_upper_bound_covers_the_true_means_at_least_at_the_stated_rate(bound):
         rng = np.random.default_rng(1000 + rep)
         deltas = rng.exponential(scales[:, None], size=(8, 60))
         if bound == "maurer-pontil":
-            ub, _ = _ucb_per_target(deltas[:, :, None], s, 0.5, 0.1)
+            ub, _ = _ucb_per_target(deltas[:, :, None], s, 0.5, 0.1, shares)
         else:
             y = 0.5 * erf(deltas / (s * math.sqrt(8)))
-            ub = betting_mean_upper(y, upper=0.5, delta=0.1 / 8)
-        assert ub.max() == pytest.approx(coupling_eta_upper(deltas, s, confidence=0.9, bound=bound), abs=1e-9)
+            ub = np.array([betting_mean_upper(y[i], upper=0.5, delta=0.1 * shares[i])[0] for i in range(8)])
+        upper = coupling_eta_upper(deltas, s, confidence=0.9, bound=bound, target_shares=shares if skewed else None)
+        assert ub.max() == pytest.approx(upper, abs=1e-9)
         covered += bool(np.all(ub >= truth))
     low = stats.binom.ppf(1e-3, 300, 0.9) - 1
     assert stats.binom.cdf(low, 300, 0.9) < 1e-3
@@ -193,17 +199,19 @@ def test_point_calibration_solves_the_point_estimate_exactly():
 
 
 @pytest.mark.parametrize("bound", ["maurer-pontil", "betting"])
-def test_confident_calibration_is_on_the_grid_and_every_larger_grid_point_passes(bound):
+@pytest.mark.parametrize("skewed", [False, True])
+def test_confident_calibration_is_on_the_grid_and_every_larger_grid_point_passes(bound, skewed):
     rng = np.random.default_rng(4)
     deltas = rng.gamma(1.5, 1.0, size=(30, 400, 2))
+    shares = rng.uniform(0.1, 1.0, 30) if skewed else None
     G = 64
-    cal = coupling_noise_scale(deltas, 0.1, confidence=0.95, grid_resolution=G, bound=bound)
+    cal = coupling_noise_scale(deltas, 0.1, confidence=0.95, grid_resolution=G, bound=bound, target_shares=shares)
     j = G * math.log2(cal.noise_scale)
     assert j == pytest.approx(round(j), abs=1e-9)
     assert cal.eta_upper <= 0.1
 
     def upper(scale):
-        return coupling_eta_upper(deltas, scale, confidence=0.95, bound=bound)
+        return coupling_eta_upper(deltas, scale, confidence=0.95, bound=bound, target_shares=shares)
 
     assert cal.eta_upper == pytest.approx(min(upper(cal.noise_scale), 0.1), abs=1e-9)
     assert cal.eta_point == pytest.approx(coupling_eta(deltas, cal.noise_scale))
@@ -217,11 +225,14 @@ def test_confident_calibration_is_on_the_grid_and_every_larger_grid_point_passes
 
 
 @pytest.mark.parametrize("bound", ["maurer-pontil", "betting"])
-def test_confident_calibration_keeps_its_promise_over_replications(bound):
+@pytest.mark.parametrize("skewed", [False, True])
+def test_confident_calibration_keeps_its_promise_over_replications(bound, skewed):
     # Known truth: per target, the distances are exponential with a known scale; the true
     # max-over-targets mean at the calibrated s must be <= eta in >= 95% of replications
-    # (binomial lower tail as above).
+    # (binomial lower tail as above). ``skewed``: most of alpha on the most exposed targets
+    # (the weighted union bound of design_target_shares).
     scales = np.array([0.3, 0.6, 1.0, 1.2])
+    shares = np.array([1.0, 2.0, 4.0, 8.0]) if skewed else None
 
     def true_max_mean(s):
         f = lambda t, b: 0.5 * math.erf(t / (s * math.sqrt(8))) * math.exp(-t / b) / b  # noqa: E731
@@ -231,7 +242,8 @@ def test_confident_calibration_keeps_its_promise_over_replications(bound):
     for rep in range(200):
         rng = np.random.default_rng(5000 + rep)
         deltas = rng.exponential(scales[:, None], size=(4, 120))
-        cal = coupling_noise_scale(deltas, 0.15, confidence=0.95, grid_resolution=32, bound=bound)
+        cal = coupling_noise_scale(deltas, 0.15, confidence=0.95, grid_resolution=32, bound=bound,
+                                   target_shares=shares)
         ok += true_max_mean(cal.noise_scale) <= 0.15
     low = stats.binom.ppf(1e-3, 200, 0.95) - 1
     assert ok > low
@@ -247,6 +259,24 @@ def test_calibration_says_how_many_rounds_are_needed(bound):
     assert coupling_noise_scale(np.zeros((500, need)), 0.05, bound=bound).noise_scale == 0.0
     # With the point estimate the same deltas are fine.
     assert coupling_noise_scale(deltas, 0.05, confidence=None).noise_scale > 0
+
+
+@pytest.mark.parametrize("shares", [np.ones(2), [1.0, 0.0, 1.0], [1.0, -1.0, 1.0], [1.0, np.nan, 1.0]])
+def test_target_shares_are_validated(shares):
+    deltas = np.ones((3, 100))
+    with pytest.raises(ValueError, match="target_shares must hold one finite value > 0 per target"):
+        coupling_noise_scale(deltas, 0.1, target_shares=shares)
+    with pytest.raises(ValueError, match="target_shares"):
+        coupling_eta_upper(deltas, 1.0, target_shares=shares)
+
+
+def test_even_target_shares_are_the_plain_union_bound():
+    rng = np.random.default_rng(8)
+    deltas = rng.gamma(1.5, 1.0, size=(20, 300))
+    for bound in ("maurer-pontil", "betting"):
+        plain = coupling_noise_scale(deltas, 0.1, bound=bound)
+        even = coupling_noise_scale(deltas, 0.1, bound=bound, target_shares=np.full(20, 7.0))
+        assert even == plain
 
 
 def test_calibration_edge_cases():
@@ -404,7 +434,7 @@ def test_pruned_searches_match_full_evaluation(seed):
     from scipy.optimize import brentq
 
     from skmip.bounds.betting import betting_passes
-    from skmip.bounds.coupling import _betting_log_threshold, _draw_values
+    from skmip.bounds.coupling import _betting_log_thresholds, _draw_values
 
     rng = np.random.default_rng(seed)
     d = rng.gamma(rng.uniform(0.5, 3.0), 0.05, size=(120, 300, 4))
@@ -418,7 +448,7 @@ def test_pruned_searches_match_full_evaluation(seed):
 
         point = math.exp(brentq(excess, -20.0, 20.0, xtol=1e-12, rtol=1e-14))
         assert cal.noise_scale_point == pytest.approx(point, rel=1e-9)
-        threshold = _betting_log_threshold(120, 0.05)
+        threshold = _betting_log_thresholds(np.full(120, 1 / 120), 0.05)
         j = round(128 * math.log2(cal.noise_scale))
 
         def passes(j):

@@ -169,3 +169,56 @@ def test_wrapper_auto_shape_is_the_design_for_smooth_losses(cancer):
     assert w.noise_scale_ == d.noise_scale_ and w.coupling_eta_upper_ <= 0.3
     assert w.score(X, y) > 0.85
 
+
+
+def test_design_shares_follow_the_predicted_exposure():
+    """The shares of alpha are half even, half proportional to the squared exposure
+    v_i'S^-1 v_i of the designed shape; the shape is the same with or without them."""
+    from skmip.sensitivity import design_target_shares
+
+    X, y = _rare_column_data()
+    est = LogisticRegression(C=0.1)
+    L = design_noise_factor(est, X, y)
+    L2, shares = design_noise_factor(est, X, y, return_shares=True)
+    assert np.array_equal(L, L2)
+    loss = get_smooth_loss(est)
+    fitted = polish_to_minimiser(LogisticRegression(C=0.1).fit(X, y), X, y)
+    V, _, _ = _influence_vectors(fitted, loss, X, y, None, len(X) // 2, L.shape[0])
+    q = np.einsum("ij,ij->i", V, np.linalg.solve(L @ L.T, V.T).T)
+    expected = 0.5 / len(q) + 0.5 * q**2 / np.sum(q**2)
+    np.testing.assert_allclose(shares, expected, rtol=1e-6)
+    assert shares.sum() == pytest.approx(1.0) and shares.min() >= 0.5 / len(q) * (1 - 1e-12)
+    # The design equalises the largest exposures: the share is largest on the records it
+    # holds at the bound, and many records share the top.
+    assert np.sum(q > 0.99 * q.max()) >= 2 and shares.argmax() in np.flatnonzero(q > 0.99 * q.max())
+    np.testing.assert_allclose(design_target_shares(np.zeros(4)), 0.25)
+    for bad in ([], [1.0, -1.0], [np.inf]):
+        with pytest.raises(ValueError, match="exposure must be a non-empty array"):
+            design_target_shares(bad)
+
+
+def test_wrapper_spends_alpha_by_the_design_shares(cancer, monkeypatch):
+    """The designed shape's wrapper calibrates with the design's shares of alpha, and with
+    even shares in the covariance shape (which predicts no exposures)."""
+    import skmip.wrappers._noise as noise_module
+
+    seen = []
+    real = noise_module.coupling_noise_scale
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("target_shares"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(noise_module, "coupling_noise_scale", spy)
+    X, y = cancer
+    kw = dict(eta=0.3, random_state=0, n_rounds=150)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyWarning)
+        MIPNoiseWrapper(LogisticRegression(C=0.1), **kw).fit(X, y)
+        MIPNoiseWrapper(LogisticRegression(C=0.1), noise_shape="full", n_splits=64, **kw).fit(X, y)
+    design, full = seen
+    _, expected = design_noise_factor(LogisticRegression(C=0.1), X, y, train_size=len(X) // 2,
+                                      return_shares=True)
+    assert design.shape == (len(X),) and design.sum() == pytest.approx(1.0)
+    assert np.max(np.abs(design - expected)) < 1e-6 * expected.max()
+    assert full is None

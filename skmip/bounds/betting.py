@@ -69,18 +69,20 @@ def _rows(n_rows, m):
 
 def betting_passes(y, level, upper, log_threshold):
     """Whether each row's bound is at most ``level``: some bet's capital at ``level`` reaches
-    ``exp(log_threshold)`` (then every mean above ``level`` is rejected too)."""
+    ``exp(log_threshold)`` (then every mean above ``level`` is rejected too). ``level`` and
+    ``log_threshold`` are scalars or one value per row."""
     y = np.asarray(y, dtype=np.float64)
     level = np.broadcast_to(np.asarray(level, dtype=np.float64), (y.shape[0],))
+    log_threshold = np.broadcast_to(np.asarray(log_threshold, dtype=np.float64), (y.shape[0],))
     out = np.zeros(y.shape[0], dtype=bool)
     for rows in _rows(y.shape[0], y.shape[1]):
-        block, lv = y[rows], level[rows]
+        block, lv, th = y[rows], level[rows], log_threshold[rows]
         ok = np.zeros(block.shape[0], dtype=bool)
         for fraction in BET_FRACTIONS:
             todo = ~ok
             if not todo.any():
                 break
-            ok[todo] = _log_capital(block[todo], lv[todo], upper, fraction) >= log_threshold
+            ok[todo] = _log_capital(block[todo], lv[todo], upper, fraction) >= th[todo]
         out[rows] = ok
     return out
 
@@ -145,7 +147,9 @@ def betting_mean_upper(samples: ArrayLike, *, upper: float, delta: float, tol: f
 
 
 def _upper(y, c, log_threshold, tol=1e-10):
-    """Per-row bound by bisection on the level (every row's test is monotone in it)."""
+    """Per-row bound by bisection on the level (every row's test is monotone in it);
+    ``log_threshold`` a scalar or one per row."""
+    log_threshold = np.broadcast_to(np.asarray(log_threshold, dtype=np.float64), (y.shape[0],))
     lo = y.mean(axis=1)  # the capital at the sample mean is at most 1 (Jensen): never rejected
     hi = np.full(y.shape[0], c)
     undecided = betting_passes(y, hi, c, log_threshold)
@@ -153,7 +157,7 @@ def _upper(y, c, log_threshold, tol=1e-10):
     idx = np.flatnonzero(undecided)
     while idx.size and np.max(hi - lo) > tol:
         mid = 0.5 * (lo + hi)
-        ok = betting_passes(y[idx], mid, c, log_threshold)
+        ok = betting_passes(y[idx], mid, c, log_threshold[idx])
         hi = np.where(ok, mid, hi)
         lo = np.where(ok, lo, mid)
     out = np.full(y.shape[0], c)

@@ -251,7 +251,8 @@ class _JensenBounds:
         return best
 
     def all_pass(self, s, weight, eta, log_threshold):
-        """Whether every target's betting bound at ``s`` is at most ``eta`` (exactly)."""
+        """Whether every target's betting bound at ``s`` is at most ``eta`` (exactly);
+        ``log_threshold`` one per target."""
         m = self.arr.shape[1]
         # Every draw at most the target's worst draw's bound: a constant sample c, whose
         # capital at eta under the bet theta / weight is m log(1 + theta (eta - c) / weight).
@@ -260,9 +261,10 @@ class _JensenBounds:
         todo = np.flatnonzero(~(capital >= log_threshold))
         if todo.size:  # each draw at most its own bound
             y = weight * self._tv(self.per_draw[todo], s)
-            todo = todo[~betting_passes(y, eta, weight, log_threshold)]
+            todo = todo[~betting_passes(y, eta, weight, log_threshold[todo])]
         if todo.size:  # the exact values
-            return bool(betting_passes(_draw_values(self.arr[todo], s, weight), eta, weight, log_threshold).all())
+            values = _draw_values(self.arr[todo], s, weight)
+            return bool(betting_passes(values, eta, weight, log_threshold[todo]).all())
         return True
 
 
@@ -398,7 +400,8 @@ def coupling_eta(
 def _bernstein_terms(y, weight, log_term):
     """Mean, variance penalty and range term of Maurer & Pontil's Theorem 4 per target.
 
-    ``y`` has shape (n_targets, m) with values in [0, weight]. Returns (mean, var_term,
+    ``y`` has shape (n_targets, m) with values in [0, weight]; ``log_term`` is
+    ln(2 / delta), one per target. Returns (mean, var_term,
     second_moment_term, range_term): the bound is mean + var_term + range_term; replacing
     the sample variance by the raw second moment (second_moment_term) gives a bound that
     is no smaller and is non-increasing in the noise scale.
@@ -414,14 +417,14 @@ def _bernstein_terms(y, weight, log_term):
     return mean, var_term, second_term, range_term
 
 
-def _log_term(n_targets, alpha):
-    # Theorem 4 at delta = alpha / n_targets for each target (union bound over the targets).
-    return math.log(2.0 * n_targets / alpha)
+def _log_terms(shares, alpha):
+    # Theorem 4 at delta = alpha * share for each target (union bound over the targets).
+    return np.log(2.0 / (alpha * shares))
 
 
-def _ucb_per_target(arr, s, weight, alpha, monotone=False):
+def _ucb_per_target(arr, s, weight, alpha, shares, monotone=False):
     y = _draw_values(arr, s, weight)
-    mean, var_term, second_term, range_term = _bernstein_terms(y, weight, _log_term(arr.shape[0], alpha))
+    mean, var_term, second_term, range_term = _bernstein_terms(y, weight, _log_terms(shares, alpha))
     ucb = mean + (second_term if monotone else var_term) + range_term
     return np.minimum(ucb, weight), mean
 
@@ -433,6 +436,7 @@ def coupling_eta_upper(
     confidence: float = 0.95,
     train_fraction: float = 0.5,
     bound: str = "betting",
+    target_shares: ArrayLike | None = None,
 ) -> float:
     r"""Upper confidence bound on the coupling MIP level, simultaneous over all targets.
 
@@ -504,30 +508,48 @@ def coupling_eta_upper(
     alpha = _alpha(owner, confidence)
     check_option(owner, "bound", bound, _BOUNDS)
     _check_draws(owner, arr)
+    shares = _check_shares(owner, target_shares, arr.shape[0])
     if bound == "betting":
         y = _draw_values(arr, s, weight)
-        return float(_betting_max_upper(y, weight, _betting_log_threshold(arr.shape[0], alpha)))
-    return float(_ucb_per_target(arr, s, weight, alpha)[0].max())
+        return float(_betting_max_upper(y, weight, _betting_log_thresholds(shares, alpha)))
+    return float(_ucb_per_target(arr, s, weight, alpha, shares)[0].max())
 
 
 _BOUNDS = ("betting", "maurer-pontil")
 
 
-def _betting_log_threshold(n_targets, alpha):
-    # Each target's bound at delta = alpha / n_targets (union over targets), each of the K
-    # bets at delta / K (union over bets).
-    return math.log(len(BET_FRACTIONS) * n_targets / alpha)
+def _betting_log_thresholds(shares, alpha):
+    # Each target's bound at delta = alpha * share (union over targets; uniform shares give
+    # alpha / n_targets), each of the K bets at delta / K (union over bets).
+    return np.log(len(BET_FRACTIONS) / (alpha * shares))
+
+
+def _check_shares(owner, target_shares, n_targets):
+    """Shares of alpha per target (weighted union bound), normalised; uniform by default."""
+    if target_shares is None:
+        return np.full(n_targets, 1.0 / n_targets)
+    shares = np.asarray(target_shares, dtype=np.float64)
+    if shares.shape != (n_targets,) or not np.all(np.isfinite(shares)) or not np.all(shares > 0):
+        raise ValueError(
+            f"{owner}: target_shares must hold one finite value > 0 per target ({n_targets}); "
+            f"got shape {shares.shape} with values in "
+            f"[{np.nanmin(shares) if shares.size else 'none'}, {np.nanmax(shares) if shares.size else 'none'}]. "
+            "Every target needs a share of alpha: a target with none could not be bounded. "
+            "Leave it None for the uniform union bound."
+        )
+    return shares / shares.sum()
 
 
 def _betting_max_upper(y, weight, log_threshold):
     """max over targets of the betting bound, computing it only where it can be the max."""
     means = y.mean(axis=1)
-    best = float(_upper(y[np.argsort(-means)[:32]], weight, log_threshold).max())
+    top = np.argsort(-means)[:32]
+    best = float(_upper(y[top], weight, log_threshold[top]).max())
     while True:
         above = ~betting_passes(y, best, weight, log_threshold)  # bound > best there
         if not above.any():
             return best
-        best = max(best, float(_upper(y[above], weight, log_threshold).max()))
+        best = max(best, float(_upper(y[above], weight, log_threshold[above]).max()))
 
 
 def _check_draws(owner, arr):
@@ -607,6 +629,7 @@ def coupling_noise_scale(
     grid_resolution: int = 128,
     bound: str = "betting",
     weights: ArrayLike | None = None,
+    target_shares: ArrayLike | None = None,
 ) -> CouplingCalibration:
     r"""Smallest Gaussian noise scale whose coupling bound on the MIP level meets ``eta``.
 
@@ -718,27 +741,28 @@ def coupling_noise_scale(
         raise ValueError(f"{owner}: grid_resolution must be an integer >= 1; got {grid_resolution!r}.")
     G = int(grid_resolution)
     n_t, m = arr.shape[0], arr.shape[1]
+    shares = _check_shares(owner, target_shares, n_t)
     if bound == "betting":
-        return _betting_scale(arr, eta, weight, alpha, G, s_point, confidence)
-    log_term = _log_term(n_t, alpha)
+        return _betting_scale(arr, eta, weight, alpha, shares, G, s_point, confidence)
+    log_term = _log_terms(shares, alpha)
 
     # As s -> inf each Y_r tends to weight * (its fraction of infinite distances); the
     # monotone bound there is its infimum. If that already exceeds eta, no s works.
     y_inf = weight * np.isinf(arr).mean(axis=2)
     mean_i, _, second_i, range_term = _bernstein_terms(y_inf, weight, log_term)
-    floor = float((mean_i + second_i).max() + range_term)
+    floor = float((mean_i + second_i + range_term).max())
     if floor >= eta:
-        need = 1 + math.ceil(7.0 * weight * log_term / (3.0 * eta))
+        need = 1 + math.ceil(7.0 * weight * log_term.max() / (3.0 * eta))
         raise ValueError(
             f"{owner}: with {m} draws per target and {n_t} targets at confidence {confidence}, "
             f"the bound cannot go below {floor:.4g} > eta={eta} at any noise scale (Maurer & "
-            f"Pontil's range term is 7 c ln(2 n_t / alpha) / (3 (m - 1)) = {range_term:.4g}). "
+            f"Pontil's range term is 7 c ln(2 n_t / alpha) / (3 (m - 1)) = {range_term.max():.4g}). "
             f"Estimate more draws: n_rounds >= {need} is necessary"
             + (" (and no infinite distances)." if np.isinf(arr).any() else ".")
         )
 
     def ucb(j, monotone):
-        return float(_ucb_per_target(arr, 2.0 ** (j / G), weight, alpha, monotone)[0].max())
+        return float(_ucb_per_target(arr, 2.0 ** (j / G), weight, alpha, shares, monotone)[0].max())
 
     # Bisection for the first grid point where the monotone bound meets eta. It is at least
     # the point estimate's root, since the bound exceeds the mean.
@@ -766,15 +790,15 @@ def coupling_noise_scale(
     while j > j_floor and ucb(j - 1, False) <= eta:
         j -= 1
     s_hat = 0.0 if j <= j_floor else 2.0 ** (j / G)
-    upper, means = _ucb_per_target(arr, s_hat, weight, alpha)
+    upper, means = _ucb_per_target(arr, s_hat, weight, alpha, shares)
     return CouplingCalibration(s_hat, float(upper.max()), float(means.max()), s_point, float(confidence))
 
 
-def _betting_scale(arr, eta, weight, alpha, G, s_point, confidence):
+def _betting_scale(arr, eta, weight, alpha, shares, G, s_point, confidence):
     """coupling_noise_scale with the betting bound: bisection on the fixed grid (monotone)."""
     owner = "coupling_noise_scale"
     n_t, m = arr.shape[0], arr.shape[1]
-    log_threshold = _betting_log_threshold(n_t, alpha)
+    log_threshold = _betting_log_thresholds(shares, alpha)
 
     bounds = _JensenBounds(arr)
 
@@ -785,7 +809,7 @@ def _betting_scale(arr, eta, weight, alpha, G, s_point, confidence):
     # from above: if the bound fails there, it fails at every s.
     if not betting_passes(weight * np.isinf(arr).mean(axis=2), eta, weight, log_threshold).all():
         # With every draw 0 the bound is c (exp(L/m) - 1) / 0.95: below eta iff m exceeds this.
-        need = math.floor(log_threshold / math.log1p(BET_FRACTIONS[0] * eta / weight)) + 1
+        need = math.floor(log_threshold.max() / math.log1p(BET_FRACTIONS[0] * eta / weight)) + 1
         raise ValueError(
             f"{owner}: with {m} draws per target and {n_t} targets at confidence {confidence}, "
             f"the betting bound cannot reach eta={eta} at any noise scale. Estimate more draws: "

@@ -91,7 +91,7 @@ from .losses import (
     get_smooth_loss,
     register_smooth_loss,
 )
-from .design import design_noise_factor
+from .design import design_noise_factor, design_target_shares
 from .noise_factor import estimate_noise_factor
 from .polish import polish_to_minimiser
 from .statistic import marginal_swap_deltas, statistic_swap_deltas
@@ -102,6 +102,7 @@ __all__ = [
     "polish_to_minimiser",
     "estimate_noise_factor",
     "design_noise_factor",
+    "design_target_shares",
     "statistic_swap_deltas",
     "marginal_swap_deltas",
     "LossBlock",

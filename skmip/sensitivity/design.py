@@ -156,7 +156,8 @@ def design_noise_factor(
     random_state=None,
     fit_params: dict | None = None,
     max_iter: int = 200,
-) -> np.ndarray:
+    return_shares: bool = False,
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     r"""A full noise shape designed for utility (module docstring): the :math:`L` that
     minimises the predicted excess loss of the release when every record's predicted swap
     distance is held to the same bound.
@@ -182,12 +183,20 @@ def design_noise_factor(
         Passed to ``fit`` (a ``sample_weight`` enters the loss).
     max_iter : int, default=200
         Multiplicative-weight iterations (each costs :math:`O(nD^2)`).
+    return_shares : bool, default=False
+        Also return how to spend the confidence statement's error probability over the
+        records (:func:`design_target_shares`), for ``target_shares`` of
+        :func:`skmip.bounds.coupling_noise_scale`. Like the shape, the shares are a function
+        of :math:`\mathcal{D}` alone, fixed before any swap distance is drawn. They are
+        per-record sensitivities of private rows: pass them on, do not keep them.
 
     Returns
     -------
-    ndarray of shape (n_params, n_params)
+    L : ndarray of shape (n_params, n_params)
         Lower-triangular :math:`L`, invertible; pass it as ``scale`` to
         :func:`estimate_swap_deltas` and add noise :math:`s\,Lz`.
+    shares : ndarray of shape (n_samples,)
+        Only with ``return_shares=True``.
 
     Raises
     ------
@@ -243,4 +252,52 @@ def design_noise_factor(
     # Coordinates in no block of the loss never move with the data (LossBlock): any positive
     # noise is private there; the smallest variance of the others keeps the shape invertible.
     S[~covered, ~covered] = np.diag(S)[covered].min() if covered.any() else 1.0
-    return np.linalg.cholesky(S)
+    L = np.linalg.cholesky(S)
+    if not return_shares:
+        return L
+    exposure = np.einsum("ij,ij->i", V, linalg.cho_solve((L, True), V.T, check_finite=False).T)
+    return L, design_target_shares(exposure)
+
+
+def design_target_shares(exposure: ArrayLike) -> np.ndarray:
+    r"""Shares of the error probability :math:`\alpha` for a weighted union bound over the
+    records, from each record's predicted exposure :math:`v_i^\top S^{-1} v_i`.
+
+    The confidence statement of :func:`skmip.bounds.coupling_noise_scale` bounds every
+    record's mean at once by giving record :math:`i` the error probability
+    :math:`\alpha\pi_i` with :math:`\sum_i \pi_i = 1` (Bonferroni); any shares fixed before
+    the draws keep the statement. Only the records whose mean is near the largest decide the
+    noise, and their bound exceeds their mean by about :math:`c\ln(K/(\alpha\pi_i))/(0.95m)`:
+    shares spent on records that cannot come near the maximum are wasted. This rule spends
+    half of :math:`\alpha` evenly (a record the prediction misjudges still gets
+    :math:`\alpha/(2n)`) and half in proportion to the squared predicted exposure,
+
+    .. math:: \pi_i = \frac{1}{2n} + \frac{1}{2}\,\frac{q_i^2}{\sum_j q_j^2},
+              \qquad q_i = v_i^\top S^{-1} v_i .
+
+    Measured on the full adult data (22,792 rows, 400 rounds, ``docs/coupling.md``, "Noise
+    shape designed for utility"), it cuts the calibrated scale by 12% at eta = 0.05 and 5%
+    at eta = 0.1 against even shares. Sharper tilts (:math:`q^4`, :math:`q^8`) or the second
+    half spent evenly on the records above a fraction of the largest exposure did no better
+    over both levels.
+
+    Parameters
+    ----------
+    exposure : array_like of shape (n_samples,)
+        Predicted exposures, >= 0.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+        Positive shares summing to one.
+    """
+    q = np.asarray(exposure, dtype=np.float64)
+    n = q.size
+    if n == 0 or not np.all(np.isfinite(q)) or np.any(q < 0):
+        raise ValueError(
+            f"design_target_shares: exposure must be a non-empty array of finite values >= 0; "
+            f"got {n} value(s)" + (f" in [{q.min()}, {q.max()}]." if n else ".")
+        )
+    q2 = (q / q.max()) ** 2 if q.max() > 0 else np.zeros(n)
+    tilt = q2 / q2.sum() if q2.sum() > 0 else np.full(n, 1.0 / n)
+    return 0.5 / n + 0.5 * tilt

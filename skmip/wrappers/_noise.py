@@ -71,9 +71,10 @@ class CouplingNoise:
     """Gaussian noise s * L z (or s * w * z) with s the smallest scale whose coupling bound
     meets eta, for a shape L (or w) fixed given the dataset."""
 
-    def __init__(self, wrapper, scale, deltas):
+    def __init__(self, wrapper, scale, deltas, shares=None):
         self.scale, self.confidence = scale, wrapper.confidence
         self._distances = deltas.distances
+        self._shares = shares  # alpha per record (design_target_shares); None: even
         self._train_fraction = deltas.train_fraction
         self.engine = deltas.engine
         self._calibrations = {}  # eta -> calibration: a path repeats eta for fresh draws
@@ -82,7 +83,8 @@ class CouplingNoise:
         cal = self._calibrations.get(eta)
         if cal is None:
             cal = self._calibrations[eta] = coupling_noise_scale(
-                self._distances, eta, confidence=self.confidence, train_fraction=self._train_fraction
+                self._distances, eta, confidence=self.confidence, train_fraction=self._train_fraction,
+                target_shares=None if self.confidence is None else self._shares,
             )
         noise = sample_gaussian_noise(self.scale, cal.noise_scale, random_state=rng)
         return noise, {

@@ -461,13 +461,16 @@ def _fit_path(wrapper, X, y, etas, fit_params):
     # shape is then measured on that same learner (its fits by warm-started Newton steps).
     smooth = method == "coupling" and get_smooth_loss(estimator) is not None
     shape = _resolve_shape(wrapper.noise_shape, method, smooth)
+    shares = None  # the confidence statement's alpha, spent evenly over the records
     if shape == "design":
         from skmip.sensitivity import design_noise_factor
 
         _log(wrapper, f"designing the noise shape from one fit on {n_rows(sigma_X)} rows")
-        scale = design_noise_factor(
+        # The design's predicted exposures also say where to spend alpha (a function of D,
+        # fixed before the rounds draw anything): design_target_shares.
+        scale, shares = design_noise_factor(
             estimator, sigma_X, sigma_y, train_size=split_size, params=adapter,
-            random_state=sigma_seed, fit_params=sigma_fit_params,
+            random_state=sigma_seed, fit_params=sigma_fit_params, return_shares=True,
         )
         sigma = np.sqrt(np.sum(scale**2, axis=1))
     elif shape == "full":
@@ -526,9 +529,9 @@ def _fit_path(wrapper, X, y, etas, fit_params):
                 "'Bound your features').",
                 UserWarning, stacklevel=4,
             )
-        noise_law = CouplingNoise(wrapper, scale, deltas)
+        noise_law = CouplingNoise(wrapper, scale, deltas, shares)
         polish = deltas.polished
-        del deltas  # per-row sensitivities of private rows: never kept
+        del deltas, shares  # per-row sensitivities of private rows: never kept
     else:
         noise_law, polish = MomentsNoise(wrapper, sigma), False
 
