@@ -209,7 +209,7 @@ def design_noise_factor(
     record's influence; the design then costs :math:`O(nD^2)` an iteration. On standardized
     ``load_breast_cancer`` with ``LogisticRegression(C=0.1)`` at eta = 0.1 it keeps 0.933
     test accuracy where the covariance shape keeps 0.923; on the full adult data (22,792
-    rows, standardized) 0.841 where it keeps 0.822 (``docs/coupling.md``, "Noise shape
+    rows, standardized) 0.842 where it keeps 0.822 (``docs/coupling.md``, "Noise shape
     designed for utility").
 
     References
