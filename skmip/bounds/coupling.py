@@ -459,6 +459,12 @@ def coupling_eta_upper(
         bound of :func:`skmip.bounds.betting_mean_upper` at :math:`\delta = \alpha/n_t`
         (about half the excess over the mean when the draws vary little, the coupling
         calibration's case), or ``"maurer-pontil"``, the empirical Bernstein bound below.
+    target_shares : array_like of shape (n_targets,), optional
+        How the error probability :math:`\alpha` is spent over the targets (a weighted union
+        bound): target :math:`x` is bounded at :math:`\delta = \alpha\pi_x` with the shares
+        normalised to :math:`\sum_x\pi_x = 1`; each must be > 0. They must be fixed before
+        the draws (a function of :math:`\mathcal{D}`, e.g.
+        :func:`skmip.sensitivity.design_target_shares`). ``None``: :math:`\alpha/n_t` each.
 
     Returns
     -------
@@ -656,6 +662,13 @@ def coupling_noise_scale(
     weights : array_like, optional
         Pair weights of exhaustive deltas (:func:`coupling_eta_per_target`); only with
         ``confidence=None``, since weighted values are an enumeration, not random draws.
+    target_shares : array_like of shape (n_targets,), optional
+        How the error probability :math:`\alpha` is spent over the targets (a weighted union
+        bound): target :math:`x` is bounded at :math:`\delta = \alpha\pi_x` with the shares
+        normalised to :math:`\sum_x\pi_x = 1`; each must be > 0. They must be fixed before
+        the draws (a function of :math:`\mathcal{D}`, e.g.
+        :func:`skmip.sensitivity.design_target_shares`). ``None``: :math:`\alpha/n_t` each.
+        Ignored with ``confidence=None``.
 
     Returns
     -------
@@ -682,7 +695,8 @@ def coupling_noise_scale(
     point with :math:`\mu_x(g_x) > \eta` (a fixed number, not a random one): then
     :math:`g_x \ge \hat s`, so the bound at :math:`g_x` is at most :math:`\eta < \mu_x(g_x)`:
     the fixed-point bound for target :math:`x` failed, which has probability at most
-    :math:`\alpha/n_t`. Summing over targets, :math:`P(\max_x \mu_x(\hat s) > \eta) \le \alpha`.
+    :math:`\alpha/n_t` (:math:`\alpha\pi_x` with ``target_shares``). Summing over targets,
+    :math:`P(\max_x \mu_x(\hat s) > \eta) \le \alpha`.
 
     To check every grid point above :math:`\hat s` in finitely many steps, the search first
     finds, by bisection, the grid point :math:`s_{top}` where a *monotone* relaxation of the
