@@ -663,12 +663,8 @@ def coupling_noise_scale(
         Pair weights of exhaustive deltas (:func:`coupling_eta_per_target`); only with
         ``confidence=None``, since weighted values are an enumeration, not random draws.
     target_shares : array_like of shape (n_targets,), optional
-        How the error probability :math:`\alpha` is spent over the targets (a weighted union
-        bound): target :math:`x` is bounded at :math:`\delta = \alpha\pi_x` with the shares
-        normalised to :math:`\sum_x\pi_x = 1`; each must be > 0. They must be fixed before
-        the draws (a function of :math:`\mathcal{D}`, e.g.
-        :func:`skmip.sensitivity.design_target_shares`). ``None``: :math:`\alpha/n_t` each.
-        Ignored with ``confidence=None``.
+        The shares of :math:`\alpha` per target, as in :func:`coupling_eta_upper` (fixed
+        before the draws; ``None``: even). Ignored with ``confidence=None``.
 
     Returns
     -------

@@ -298,6 +298,7 @@ def design_target_shares(exposure: ArrayLike) -> np.ndarray:
             f"design_target_shares: exposure must be a non-empty array of finite values >= 0; "
             f"got {n} value(s)" + (f" in [{q.min()}, {q.max()}]." if n else ".")
         )
-    q2 = (q / q.max()) ** 2 if q.max() > 0 else np.zeros(n)
-    tilt = q2 / q2.sum() if q2.sum() > 0 else np.full(n, 1.0 / n)
-    return 0.5 / n + 0.5 * tilt
+    if not q.max() > 0:  # nothing predicted to move: even shares
+        return np.full(n, 1.0 / n)
+    q2 = (q / q.max()) ** 2
+    return 0.5 / n + 0.5 * q2 / q2.sum()

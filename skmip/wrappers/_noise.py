@@ -84,7 +84,7 @@ class CouplingNoise:
         if cal is None:
             cal = self._calibrations[eta] = coupling_noise_scale(
                 self._distances, eta, confidence=self.confidence, train_fraction=self._train_fraction,
-                target_shares=None if self.confidence is None else self._shares,
+                target_shares=self._shares,
             )
         noise = sample_gaussian_noise(self.scale, cal.noise_scale, random_state=rng)
         return noise, {
