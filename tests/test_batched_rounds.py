@@ -80,7 +80,8 @@ def test_batched_rounds_match_the_per_fit_path_on_breast_cancer(cancer, monkeypa
 
 def test_batched_rounds_match_on_a_rare_feature_with_uneven_blocks(rare, monkeypatch):
     X, y = rare
-    kw = dict(scale=np.full(7, 0.05), train_size=90, n_rounds=40, random_state=5, refine=0.2)
+    # Refinement replaces certification (certify=False): the estimates it refines.
+    kw = dict(scale=np.full(7, 0.05), train_size=90, n_rounds=40, random_state=5, refine=0.2, certify=False)
     fast, slow, _ = _both(monkeypatch, LogisticRegression(C=1.0), X, y, **kw)
     np.testing.assert_allclose(fast, slow, rtol=RTOL)
     # A zero scale on the rare column: its swaps are seen exactly (inf) in both paths.
@@ -100,7 +101,7 @@ def test_batched_rounds_match_for_another_glm(rare, monkeypatch):
 
 def test_refinement_that_does_not_converge_keeps_the_one_step_value(rare, monkeypatch):
     X, y = rare
-    kw = dict(scale=np.full(7, 0.05), train_size=90, n_rounds=20, random_state=5)
+    kw = dict(scale=np.full(7, 0.05), train_size=90, n_rounds=20, random_state=5, certify=False)
     est = LogisticRegression(C=1.0)
     one_step = estimate_swap_deltas(est, X, y, polish=True, refine=0.0, **kw).distances
     refined = estimate_swap_deltas(est, X, y, polish=True, refine=0.2, **kw).distances

@@ -90,4 +90,16 @@ def test_wrapper_auto_calibrates_it_by_coupling(iris):
         warnings.simplefilter("ignore")  # the fixed seed's PrivacyWarning
         w = MIPNoiseWrapper(LinearSVC(C=0.1), eta=0.3, n_rounds=60, n_splits=16, random_state=0).fit(X, y)
     assert (w.method_, w.sensitivity_engine_) == ("coupling", "newton")
-    assert w.coupling_eta_upper_ <= 0.3 and w.estimator_.coef_.shape == (3, 4)
+    assert w.estimator_.coef_.shape == (3, 4)
+    # The squared hinge declares no self-concordance constant: its distances are estimates,
+    # so no eta is promised (docs/coupling.md, "Certified distances").
+    assert not w.coupling_certified_
+    assert w.coupling_eta_upper_ is None and w.mip_bound_ is None and w.coupling_eta_point_ <= 0.3
+
+
+def test_uncertified_distances_warn_that_no_eta_is_promised(iris):
+    from skmip import PrivacyWarning
+
+    X, y = iris
+    with pytest.warns(PrivacyWarning, match="estimates, not proven upper bounds"):
+        MIPNoiseWrapper(LinearSVC(C=0.1), eta=0.3, n_rounds=30, n_splits=16, random_state=0).fit(X, y)

@@ -37,6 +37,13 @@ class SwapDeltas:
         True when every fit was carried to the exact minimiser of the registered objective
         (:func:`polish_to_minimiser`): the distances then describe that minimiser, and the
         released model must be polished the same way.
+    certified : bool
+        True when every distance is the exact one or a proven upper bound on it: the
+        ``"newton"`` engine's certified distances (docs/coupling.md, "Certified
+        distances"), or the engines that measure the learner itself (``"refit"``,
+        ``"exact"``, ``"closed_form"``). False for estimates (the first-order
+        ``"influence"`` engine, or ``"newton"`` for a loss that declares no
+        self-concordance constant): a bound computed from them is an estimate too.
     weights : ndarray of the shape of ``distances``, or None
         Engine ``"closed_form"``: the probability of each stored distance given its target
         (distinct values stored once with their multiplicity); pass it to
@@ -68,6 +75,7 @@ class SwapDeltas:
     engine: str
     pairs: str
     polished: bool = False
+    certified: bool = True
     weights: np.ndarray | None = None
     target_counts: np.ndarray | None = None
 

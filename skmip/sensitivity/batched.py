@@ -35,10 +35,13 @@ import copy
 
 import numpy as np
 
+from .certify import PairCertifier
 from .influence import (
     _E_KEYS,
     _X_KEYS,
+    _certified_matched,
     _glm_rows,
+    exact_cache,
     _influence_round,
     _matched_distances,
     _take,
@@ -59,15 +62,16 @@ _ENABLED = True
 
 
 def _influence_rounds(seeds, fitter, loss, Xd, y, sample_weight, n, k, p, whitener, all_pairs,
-                      n_keep, newton, refine):
+                      n_keep, newton, refine, certify=False):
     """Several rounds in one job (shape (n, len(seeds), n_keep)): fewer, larger jobs. All
-    their fits at once where the batch applies (module docstring), else round by round."""
+    their fits at once where the batch applies (module docstring), else round by round.
+    ``certify``: certified upper bounds instead of estimates (:mod:`.certify`)."""
     data = (fitter, loss, Xd, y, sample_weight, n, k)
     if _batchable(fitter, newton, all_pairs, k):
-        out = _batched_rounds(seeds, *data, p, whitener, n_keep, refine)
+        out = _batched_rounds(seeds, *data, p, whitener, n_keep, refine, certify)
         if out is not None:
             return out
-    return np.stack([_influence_round(*data, seed, p, whitener, all_pairs, n_keep, newton, refine)
+    return np.stack([_influence_round(*data, seed, p, whitener, all_pairs, n_keep, newton, refine, certify)
                      for seed in seeds], axis=1)
 
 
@@ -91,7 +95,7 @@ def _fit_design(seeds, n, k, p):
     return fits
 
 
-def _batched_rounds(seeds, fitter, loss, Xd, y, sample_weight, n, k, p, whitener, n_keep, refine):
+def _batched_rounds(seeds, fitter, loss, Xd, y, sample_weight, n, k, p, whitener, n_keep, refine, certify):
     """:func:`_influence_rounds` in batches of fits; ``None`` if the registered loss does not
     give the template's objective (the caller then runs the per-fit path)."""
     fits = _fit_design(seeds, n, k, p)
@@ -101,12 +105,12 @@ def _batched_rounds(seeds, fitter, loss, Xd, y, sample_weight, n, k, p, whitener
     width = max(1, _STACK_ELEMENTS // (D * max(n, _REFINE_MAX * k, max(f[2].size for f in fits) * p)))
     for start in range(0, len(fits), width):
         if not _batch(fits[start:start + width], fitter, loss, Xd, y, sample_weight, n, k, whitener,
-                      n_keep, refine, out):
+                      n_keep, refine, out, certify):
             return None
     return out
 
 
-def _batch(fits, fitter, loss, Xd, y, sample_weight, n, k, whitener, n_keep, refine, out):
+def _batch(fits, fitter, loss, Xd, y, sample_weight, n, k, whitener, n_keep, refine, out, certify):
     """The fits ``fits`` (of :func:`_fit_design`) at once; their summaries into ``out``.
     Returns False, with nothing written, if the loss disagrees with the template's objective."""
     index, _, P, r0, glm = fitter.chord[0]
@@ -141,9 +145,20 @@ def _batch(fits, fitter, loss, Xd, y, sample_weight, n, k, whitener, n_keep, ref
     b_of = np.repeat(np.arange(B), sizes)[:, None] * n
     x = np.concatenate([f[2] for f in fits])
     e = np.concatenate([f[1][f[3]] for f in fits])
-    dist = _matched_distances(
-        [(_take(flat, b_of + e, _E_KEYS), _take(flat, b_of + x[:, None], _X_KEYS), glm)], whitener, True)
+    side = (_take(flat, b_of + e, _E_KEYS), _take(flat, b_of + x[:, None], _X_KEYS), glm)
     starts = np.cumsum(sizes) - sizes
+    if certify:
+        # Each fit's pairs certified with that fit's Hessian, residual and rows.
+        dist = np.empty(e.shape)
+        for b in range(B):
+            part = slice(starts[b], starts[b] + sizes[b])
+            cert = PairCertifier(glm, theta[b], reg0[b], P, Hinv[b], H[b], grad[b], whitener, index,
+                                 cache=exact_cache(fitter))
+            pe, px = ({key: value[part] for key, value in d.items()} for d in side[:2])
+            dist[part] = _certified_matched(cert, (pe, px, glm), whitener)
+        refine = 0.0  # refinement is not certified
+    else:
+        dist = _matched_distances([side], whitener, True)
     n_ref = [_n_refine(refine, size) for size in sizes]
     if max(n_ref):
         # The (fits x targets) grid of the most exposed targets; short rows repeat their first.

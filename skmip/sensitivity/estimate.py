@@ -17,6 +17,7 @@ from ._common import _OWNER, _fit_vector
 from ._result import SwapDeltas
 from .exact import _exact_distances
 from .batched import _influence_rounds
+from .influence import certifiable
 from .losses import get_smooth_loss
 from .polish import MinimiserFits, SolverFits, _polish
 from .refit import _refit_rounds
@@ -46,6 +47,7 @@ def estimate_swap_deltas(
     summary_size: int = _SUMMARY_SIZE,
     refine: float = 0.05,
     polish: bool = False,
+    certify: bool = True,
     params="auto",
     random_state=None,
     n_jobs: int | None = None,
@@ -219,6 +221,10 @@ def estimate_swap_deltas(
         blocks = loss.blocks(probe, Xd, yd, probe_rows, sw)
         _check_layout(blocks, theta0, estimator)
         glm = all(b.glm is not None for b in blocks)
+        # The certificate bounds distances between exact minimisers: the fits (and the
+        # release) must be carried there (polish).
+        certify = bool(certify) and polish and certifiable(
+            blocks, engine in ("newton", "influence?") and glm, whitener)
         # Multinomial blocks (K margins per row, multinomial.py): "newton" too.
         if len(blocks) == 1 and blocks[0].multi is not None:
             glm = True
@@ -273,11 +279,12 @@ def estimate_swap_deltas(
     rounds = run_rounds(
         lambda chunk: delayed(_influence_rounds)(
             chunk, fitter, loss, Xd, yd, sw, n, k, p, whitener, all_pairs, n_keep,
-            engine == "newton", refine,
+            engine == "newton", refine, certify,
         ),
         seeds, n_jobs, verbose,
     )
-    return SwapDeltas(rounds, k, engine, "all" if all_pairs else "sampled", polished=polish)
+    return SwapDeltas(rounds, k, engine, "all" if all_pairs else "sampled", polished=polish,
+                      certified=certify)
 
 
 def _check_layout(blocks, theta, estimator):

@@ -124,7 +124,11 @@ class _TweedieLoss:
         curv = d2loss(u0[fit_rows], np.asarray(fit_rows))
         hess = (Xa[fit_rows].T * curv) @ Xa[fit_rows] + np.diag(reg)
         index = np.arange(Xa.shape[1])  # adapter layout: coef_, then the scalar intercept_
-        return [LossBlock(index, theta, grads, hess, reg * theta, GLMTerms(Xa, u0, dloss, d2loss))]
+        # l'' is a sum of nonnegative exponentials in u with rates 2 - p and 1 - p (or a
+        # constant): |l'''| <= max(2 - p, p - 1) l'' (generalised self-concordance).
+        gsc = 0.0 if link == "identity" else max(2.0 - power, power - 1.0)
+        glm = GLMTerms(Xa, u0, dloss, d2loss, gsc=gsc)
+        return [LossBlock(index, theta, grads, hess, reg * theta, glm)]
 
 
 def _is_tweedie(est):

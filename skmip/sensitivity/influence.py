@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
+from .certify import PairCertifier
 from .multinomial import _multi_margin_distances
 from .newton import (
     _n_refine,
@@ -58,7 +59,7 @@ def _glm_rows(feats, xi, margins, rows, glm, whitener, index):
 
 
 #: What a pair needs of its e and of its target (the Newton engine's keys; first order has U).
-_E_KEYS = ("U", "Uraw", "feats", "h", "d1", "d2")
+_E_KEYS = ("U", "Uraw", "feats", "h", "d1", "d2", "rows")
 _X_KEYS = ("U", "Uraw", "xi", "h", "u0", "rows")
 
 
@@ -105,6 +106,15 @@ def _matched_distances(sides, whitener, newton):
     return np.sqrt(_assemble_sq(terms, False, whitener.diagonal))
 
 
+def _certified_matched(cert, side, whitener):
+    """Certified distances of matched pairs (one generalised-linear block): :mod:`.certify`."""
+    pe, px, glm = side
+    c_e, c_x, det = _pair_coefficients(pe, px, glm, True, cross=False, details=True)
+    dist = np.sqrt(_assemble_sq([(pe, px, c_e, c_x)], False, whitener.diagonal))
+    bound = cert.bound(dist, _norms(pe), _norms(px), c_e, c_x, det, pe["rows"], px["rows"])
+    return cert.tighten(dist, bound, px["rows"], pe["rows"], c_e, c_x, det)
+
+
 def _refine_fit(block, factor, P, H, px, cols, e_rows, whitener):
     """:func:`_refine_targets` for the targets ``cols`` of ``px`` (one fit on ``H``), each with
     its rows ``e_rows`` (len(cols), p): ``(dist, ok)``."""
@@ -116,8 +126,33 @@ def _refine_fit(block, factor, P, H, px, cols, e_rows, whitener):
     return dist[0], ok[0]
 
 
+def certifiable(blocks, newton, whitener):
+    """Whether the Newton engine's distances of these blocks can be certified
+    (:mod:`.certify`): one generalised-linear block whose loss declares its
+    self-concordance constant, and a noise shape with no zero-scale coordinate."""
+    return (newton and len(blocks) == 1 and blocks[0].glm is not None
+            and blocks[0].glm.gsc is not None and not whitener.zero.any())
+
+
+def _certifier(block, factor, fitter, H, whitener):
+    hinv = linalg.cho_solve(factor, np.eye(block.theta.size), check_finite=False)
+    residual = block.gradients[H].sum(axis=0) + block.regularizer_gradient
+    P = fitter.regulariser_hessian(block, H)
+    return PairCertifier(block.glm, block.theta, block.regularizer_gradient, P, hinv, np.asarray(H),
+                         residual, whitener, block.index, cache=exact_cache(fitter))
+
+
+def exact_cache(fitter):
+    """The job's exact minimisers by training set, kept on the fitter (:mod:`.certify`)."""
+    return fitter.__dict__.setdefault("_certified_minimisers", {})
+
+
+def _norms(prep):
+    return np.linalg.norm(prep["U"], axis=-1)
+
+
 def _influence_round(fitter, loss, Xd, y, sample_weight, n, k, seed, p, whitener, all_pairs,
-                     n_keep, newton, refine):
+                     n_keep, newton, refine, certify=False):
     """Distances of one round, shape (n, n_keep): every row is the target of one fit.
 
     ``fitter(rows)`` returns ``(fitted, theta)`` for the learner on ``rows``. With sampled
@@ -152,14 +187,26 @@ def _influence_round(fitter, loss, Xd, y, sample_weight, n, k, seed, p, whitener
             out[targets] = _jensen_summary(dist, n_keep)
             _check_solver_error(solver_error, out[targets], k)
             continue  # --- end hook ---
+        # Certified distances replace the (uncertified) refinement of the most exposed targets.
+        cert = _certifier(blocks[0], factors[0], fitter, H, whitener) if certify else None
         # Refining the most exposed targets needs one generalised-linear block.
-        n_refine = _n_refine(refine if (newton and len(blocks) == 1) else 0.0, targets.size)
+        n_refine = _n_refine(refine if (newton and len(blocks) == 1 and cert is None) else 0.0, targets.size)
         P = fitter.regulariser_hessian(blocks[0], H) if n_refine else None
         if all_pairs:
             # Chunk the targets so that each (k x chunk) cross matrix stays small.
             width = max(1, _CHUNK_ELEMENTS // k)
             for start in range(0, targets.size, width):
                 chunk = np.arange(start, min(start + width, targets.size))
+                if cert is not None:
+                    (pe, px, glm), = preps
+                    pxc = _take(px, chunk)
+                    c_e, c_x, det = _pair_coefficients(pe, pxc, glm, True, cross=True, details=True)
+                    dist = np.sqrt(_assemble_sq([(pe, pxc, c_e, c_x)], True, whitener.diagonal))
+                    bound = cert.bound(dist, _norms(pe)[:, None], _norms(pxc)[None, :], c_e, c_x, det,
+                                       np.asarray(H)[:, None], pxc["rows"][None, :])
+                    dist = cert.tighten(dist, bound, pxc["rows"][None, :], np.asarray(H)[:, None], c_e, c_x, det)
+                    out[targets[chunk]] = _jensen_summary(dist.T, n_keep)
+                    continue
                 terms = []
                 for pe, px, glm in preps:
                     pxc = _take(px, chunk)
@@ -179,9 +226,12 @@ def _influence_round(fitter, loss, Xd, y, sample_weight, n, k, seed, p, whitener
             # (chunk, 1, .) broadcast, not copied.
             width = max(1, _GATHER_ELEMENTS // (p * Xd.shape[1]))
             for c in (slice(a, a + width) for a in range(0, T, width)):
-                dist[c] = _matched_distances(
-                    [(_take(pe, pos[c], _E_KEYS), {key: value[c, None] for key, value in px.items() if key in _X_KEYS},
-                      glm) for pe, px, glm in preps], whitener, newton)
+                sides = [(_take(pe, pos[c], _E_KEYS), {key: value[c, None] for key, value in px.items() if key in _X_KEYS},
+                          glm) for pe, px, glm in preps]
+                if cert is not None:
+                    dist[c] = _certified_matched(cert, sides[0], whitener)
+                    continue
+                dist[c] = _matched_distances(sides, whitener, newton)
             if n_refine:
                 top = np.argsort(-dist.mean(axis=1))[:n_refine]
                 better, ok = _refine_fit(blocks[0], factors[0], P, H, preps[0][1], top, H[pos[top]], whitener)

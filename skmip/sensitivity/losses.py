@@ -38,12 +38,18 @@ class GLMTerms(NamedTuple):
         ``dloss(u, rows)`` and ``d2loss(u, rows)``: :math:`\ell'_{rows}(u)` and
         :math:`\ell''_{rows}(u) \ge 0`, elementwise; ``rows`` is an integer array that
         broadcasts against ``u`` (row-specific labels and weights are looked up with it).
+    gsc : float or None
+        A constant :math:`R` with :math:`|\ell_i'''(u)| \le R\,\ell_i''(u)` for every
+        :math:`u` and row (generalised self-concordance, Bach 2010), which lets the
+        ``"newton"`` engine certify its distances (:mod:`.certify`); ``None`` if the loss
+        declares none (its distances are then estimates, not bounds).
     """
 
     features: np.ndarray
     margins: np.ndarray
     dloss: Callable
     d2loss: Callable
+    gsc: float | None = None
 
 
 class LossBlock(NamedTuple):
@@ -185,7 +191,9 @@ class _LogisticLoss:
             curv = d2loss(u0[fit_rows], fit_rows)
             hess = (Xa[fit_rows].T * curv) @ Xa[fit_rows] + np.diag(reg)
             index = np.arange(d) if not fit_intercept else np.r_[np.arange(d), n_coef]
-            return [LossBlock(index, theta, grads, hess, reg * theta, GLMTerms(Xa, u0, dloss, d2loss))]
+            # l'' = c p (1 - p), l''' = c p (1 - p)(1 - 2p): |l'''| <= l'' (R = 1).
+            glm = GLMTerms(Xa, u0, dloss, d2loss, gsc=1.0)
+            return [LossBlock(index, theta, grads, hess, reg * theta, glm)]
         # Multinomial: theta[c] = (w_c, b_c); layout positions c*d + f and n_coef + c.
         K = coef.shape[0]
         Theta = np.hstack([coef, intercept[:, None]]) if fit_intercept else coef
@@ -271,7 +279,7 @@ class _LeastSquaresLoss:
             index = t * d + np.arange(d)
             if fit_intercept:
                 index = np.r_[index, n_coef + t]
-            out.append(LossBlock(index, theta, grads, gram + np.diag(reg), reg * theta, GLMTerms(Xa, u0, dloss, d2loss)))
+            out.append(LossBlock(index, theta, grads, gram + np.diag(reg), reg * theta, GLMTerms(Xa, u0, dloss, d2loss, gsc=0.0)))
         return out
 
 

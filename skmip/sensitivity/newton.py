@@ -54,7 +54,7 @@ def _ops(cross):
     return (lambda A, B: np.einsum("...i,...i->...", A, B)), (lambda v: v), (lambda v: v)
 
 
-def _pair_coefficients(pe, px, glm, newton, cross):
+def _pair_coefficients(pe, px, glm, newton, cross, details=False):
     r"""Coefficients (c_e, c_x) with Delta = c_e U_e - c_x U_x for each pair.
 
     First order: Delta = H^-1 (g_e - g_x) = beta_e - beta_x, so c_e = c_x = 1.
@@ -68,6 +68,11 @@ def _pair_coefficients(pe, px, glm, newton, cross):
     A^-1 = H^-1 + kappa_e xi_e xi_e' / (1 - kappa_e h_ee), xi = H^-1 x, so Delta is a
     combination of xi_e and xi_x, and all pairs need one cross product h_ex = x_e' H^-1 x_x.
     Exact for least squares (the expansion is exact there).
+
+    With ``details`` (Newton only) also returns what certifies each pair
+    (:mod:`.certify`): ``dK2`` = ||Delta||_K^2 for K = H (the fit's Hessian), ``lev_e`` =
+    l''_e h_ee and ``res_x``, the gradient norm ||.||_{A^-1} that the scalar equation's
+    residual leaves.
     """
     dot, col_e, row_x = _ops(cross)
     if not newton:
@@ -82,8 +87,20 @@ def _pair_coefficients(pe, px, glm, newton, cross):
     a = row_x(px["h"]) + tau * h_ex
     b = row_x(px["u0"]) + rho * h_ex
     rows = np.broadcast_to(row_x(px["rows"]), np.shape(a))
-    mu = glm.dloss(_solve_margin(a, b, glm, rows), rows)  # l'_x at the new margin
-    return rho - mu * tau, mu  # Delta = (rho - mu tau) xi_e - mu xi_x
+    u = _solve_margin(a, b, glm, rows)
+    mu = glm.dloss(u, rows)  # l'_x at the new margin
+    c_e = rho - mu * tau  # Delta = (rho - mu tau) xi_e - mu xi_x
+    if not details:
+        return c_e, mu
+    # The step's true target margin is b - a mu = u - f(u); the gradient it leaves is
+    # (l'_x(u - f) - l'_x(u)) x_x, of A^-1-norm |.| sqrt(a).
+    f = u + a * mu - b
+    res_x = np.abs(glm.dloss(u - f, rows) - mu) * np.sqrt(np.maximum(a, 0.0))
+    he, hx = col_e(pe["h"]), row_x(px["h"])
+    # Rounding of the cancelling sum is covered by a term of the triangle inequality's size.
+    top = (np.abs(c_e) * np.sqrt(np.maximum(he, 0.0)) + np.abs(mu) * np.sqrt(np.maximum(hx, 0.0))) ** 2
+    dK2 = np.maximum(c_e**2 * he - 2.0 * c_e * mu * h_ex + mu**2 * hx, 0.0) + 1e-14 * top
+    return c_e, mu, {"dK2": dK2, "lev_e": kappa * col_e(pe["h"]), "res_x": res_x}
 
 
 def _settled(step, change, theta, previous):

@@ -77,6 +77,7 @@ class CouplingNoise:
         self._shares = shares  # alpha per record (design_target_shares); None: even
         self._train_fraction = deltas.train_fraction
         self.engine = deltas.engine
+        self.certified = deltas.certified  # proven upper bounds (or exact), not estimates
         self._calibrations = {}  # eta -> calibration: a path repeats eta for fresh draws
 
     def draw(self, eta, rng):
@@ -90,7 +91,8 @@ class CouplingNoise:
         return noise, {
             "noise_scale_": float(cal.noise_scale),
             "noise_scale_point_": float(cal.noise_scale_point),
-            "coupling_eta_upper_": None if cal.eta_upper is None else float(cal.eta_upper),
+            "coupling_eta_upper_": None if cal.eta_upper is None or not self.certified else float(cal.eta_upper),
+            "coupling_certified_": bool(self.certified),
             "coupling_eta_point_": float(cal.eta_point),
             "sensitivity_engine_": self.engine,
         }

@@ -160,7 +160,14 @@ class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
         ``noise_scale_ / noise_scale_point_`` is the price of the confidence statement.
     coupling_eta_upper_ : float or None
         Coupling calibration: the upper confidence bound on the MIP level at
-        ``noise_scale_`` (at most eta); ``None`` with ``confidence=None``.
+        ``noise_scale_`` (at most eta); ``None`` with ``confidence=None``, or when the swap
+        distances are estimates rather than certified bounds (``coupling_certified_``).
+    coupling_certified_ : bool
+        Coupling calibration: True when every swap distance is exact or a proven upper bound
+        (the ``"newton"`` engine's certificate for the generalised-linear losses that declare a
+        self-concordance constant: logistic, least squares, Poisson/Gamma/Tweedie;
+        docs/coupling.md, "Certified distances"). False for the multinomial and squared-hinge
+        losses: the eta is then an estimate, and none is promised.
     coupling_eta_point_ : float
         Coupling calibration: the point estimate of the MIP level at ``noise_scale_``.
     sensitivity_engine_ : str
@@ -168,8 +175,9 @@ class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
         ``"influence"``, ``"refit"``).
     n_train_ : int
         Number of rows in ``D_train``.
-    mip_bound_ : float
+    mip_bound_ : float or None
         The promised eta: any attacker's membership accuracy is at most ``1/2 + mip_bound_``.
+        ``None`` when no eta is proven (coupling distances that are not certified).
     classes_ : ndarray
         Class labels (classifiers only).
     n_features_in_ : int
@@ -529,11 +537,19 @@ def _fit_path(wrapper, X, y, etas, fit_params):
                 "'Bound your features').",
                 UserWarning, stacklevel=4,
             )
+        if not deltas.certified:
+            warnings.warn(
+                f"{_OWNER}: the swap distances of engine {deltas.engine!r} for "
+                f"{type(estimator).__name__} are estimates, not proven upper bounds (docs: "
+                "'Certified distances'), so no eta is promised: mip_bound_ and "
+                "coupling_eta_upper_ are None and coupling_eta_point_ is an estimate.",
+                PrivacyWarning, stacklevel=4,
+            )
         noise_law = CouplingNoise(wrapper, scale, deltas, shares)
-        polish = deltas.polished
+        polish, certified = deltas.polished, deltas.certified
         del deltas, shares  # per-row sensitivities of private rows: never kept
     else:
-        noise_law, polish = MomentsNoise(wrapper, sigma), False
+        noise_law, polish, certified = MomentsNoise(wrapper, sigma), False, False
 
     _log(wrapper, f"fitting the estimator on D_train ({n_train} rows)")
     base = fit_on_rows(estimator, X, y, train_rows, fit_params)
@@ -544,6 +560,10 @@ def _fit_path(wrapper, X, y, etas, fit_params):
         train_params = subset_fit_params(fit_params, train_rows, n) if train_rows is not None else fit_params
         polish_to_minimiser(base, X_train, y_train, sample_weight=train_params.get("sample_weight"),
                             params=adapter)
+        if certified:
+            from skmip.sensitivity.certify import check_release
+
+            check_release(base, X_train, y_train, train_params.get("sample_weight"), adapter, scale)
     adapter.canonicalize(base)
     theta = adapter.get_vector(base)
     if theta.shape != sigma.shape:
@@ -566,7 +586,7 @@ def _fit_path(wrapper, X, y, etas, fit_params):
             "method_": method,
             **noise_attrs,
             "n_train_": n_train,
-            "mip_bound_": float(eta),
+            "mip_bound_": float(eta) if method != "coupling" or noise_attrs["coupling_certified_"] else None,
             "n_features_in_": probe.n_features_in_,
         }
         if hasattr(probe, "feature_names_in_"):

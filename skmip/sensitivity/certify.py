@@ -1,0 +1,403 @@
+r"""Certified swap distances: a-posteriori bounds on the engines' approximation error.
+
+The ``"newton"`` engine approximates the minimiser of the swapped objective
+:math:`F_{\rm in} = F_H - \ell_e + \ell_x` by one target-exact step from the fit
+:math:`\theta_0` on :math:`H = D_{\rm out}`. Its distance is an estimate; the printed bound
+needs an *upper bound* on the exact one. This module turns each estimate into one, for
+generalised-linear losses that are *generalised self-concordant* (Bach 2010):
+:math:`|\ell_i'''(u)| \le R\,\ell_i''(u)` for every margin :math:`u` and row :math:`i`
+(logistic: :math:`R = 1`; Poisson, Gamma and Tweedie with the log link and
+:math:`1 \le p \le 2`: :math:`R = \max(2 - p, p - 1)`; least squares: :math:`R = 0`).
+The derivation, with every inequality, is in docs/coupling.md, "Certified distances".
+
+Three facts carry it (all for a convex objective :math:`F` whose data part is
+:math:`\sum_i \ell_i(x_i^\top\theta)` and whose regulariser is quadratic):
+
+1. **Curvature moves slowly**: :math:`\ell''(u + t) \ge e^{-R|t|}\ell''(u)` (Gronwall on
+   :math:`|(\log \ell'')'| \le R`), so :math:`\nabla^2 F(\theta') \succeq e^{-R \max_i
+   |x_i^\top(\theta' - \theta)|}\,\nabla^2 F(\theta)`.
+2. **Gradient remainder**: :math:`|\ell'(u + t) - \ell'(u) - \ell''(u) t| \le \ell''(u)\,
+   \psi_R(|t|)` with :math:`\psi_R(t) = (e^{Rt} - 1 - Rt)/R`, and :math:`\psi_R(t)/t` grows
+   with :math:`t`.
+3. **Ball lemma**: if :math:`\|\nabla F(\tilde\theta)\|_{A^{-1}} \le g` and
+   :math:`\nabla^2 F \succeq \mu A` on :math:`\{\|\theta - \tilde\theta\|_A \le \rho\}` with
+   :math:`g < \mu\rho`, the minimiser lies within :math:`g/\mu \le \rho` of
+   :math:`\tilde\theta` in the :math:`A`-norm (along every ray from :math:`\tilde\theta`
+   the slope is :math:`\ge -g + \mu t > 0` for :math:`g/\mu < t \le \rho`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import linalg
+from scipy.special import lambertw
+
+#: Relative slack on the radius found by the ball lemma (its root is computed in floating point).
+_ROOT_SLACK = 1e-6
+#: Relative rounding allowance of a distance assembled from squared norms (cancellation).
+_ASSEMBLY_RTOL = 1e-7
+
+
+#: Whitened distance allowed between a released fit and the exact minimiser (checked at release
+#: by :func:`check_release`; float32 parameters stall near 1e-7 relative); every certified
+#: distance carries twice it (both fits of a pair).
+RELEASE_TOL = 1e-5
+
+
+def remainder_ratio(x):
+    r""":math:`\psi_R(T)/T = (e^{x} - 1 - x)/x` at :math:`x = RT \ge 0` (0 at 0), elementwise.
+
+    Below 1e-3 a series that bounds it from above (the neglected tail is below
+    :math:`x^4/100` there) avoids the cancellation of ``expm1(x) - x``.
+
+    Examples
+    --------
+    >>> float(remainder_ratio(1.0)) == float(np.e - 2.0)
+    True
+    """
+    x = np.asarray(x, dtype=np.float64)
+    small = x < 1e-3
+    xs = np.where(small, x, 1.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        big = np.where(np.isinf(xs), np.inf, (np.expm1(xs) - xs) / xs)
+    series = x / 2 + x**2 / 6 + x**3 / 24 + x**4 / 100
+    return np.where(small, series, big)
+
+
+def ball_radius(g, c, b):
+    r"""Radius that the ball lemma certifies, or ``inf`` where it certifies none.
+
+    For a gradient norm ``g`` at the approximate point and a strong-convexity factor
+    :math:`\mu(\rho) = e^{-(c + b\rho)}` on the ball of radius :math:`\rho` (all in one
+    norm), returns a :math:`\rho` with :math:`g\,e^{c + b\rho} < \rho`: the minimiser is
+    then within :math:`\rho`. The smallest such :math:`\rho` solves
+    :math:`\rho = g e^{c + b\rho}`, i.e. :math:`\rho = g\,e^{c - W_0(-z)}` with
+    :math:`z = b g e^{c}` (Lambert's :math:`W`); there is none when :math:`z \ge 1/e`.
+
+    Examples
+    --------
+    >>> float(ball_radius(1e-3, 0.0, 0.0)) > 1e-3
+    True
+    >>> float(ball_radius(1.0, 0.0, 1.0))
+    inf
+    """
+    g, c, b = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (g, c, b)))
+    with np.errstate(over="ignore", invalid="ignore"):
+        z = b * g * np.exp(c)
+    ok = np.isfinite(z) & (z < np.exp(-1.0) * (1.0 - 1e-9)) & np.isfinite(g)
+    w = np.where(ok, np.real(lambertw(-np.where(ok, z, 0.0), 0)), 0.0)
+    rho = g * np.exp(c - w) * (1.0 + _ROOT_SLACK) + 1e-300
+    # The fixed point was found in floating point: check the lemma's strict inequality.
+    with np.errstate(over="ignore", invalid="ignore"):
+        ok &= g * np.exp(c + b * rho) < rho
+    return np.where(ok, rho, np.inf)
+
+
+class FitCertificate:
+    r"""What one fit on :math:`H` contributes to every pair's certificate.
+
+    Parameters
+    ----------
+    hinv : ndarray (D, D)
+        :math:`K^{-1}`, the inverse of :math:`K = \nabla^2 F_H(\theta_0)`.
+    leverage : ndarray (k,)
+        :math:`x_i^\top K^{-1} x_i` of the rows of :math:`H`.
+    residual : ndarray (D,)
+        :math:`\nabla F_H(\theta_0)` (the solver's residual; the engine takes it as 0).
+    whiten : callable
+        Maps rows of parameter changes (block coordinates) to the noise's whitened
+        coordinates (zero-scale coordinates excluded: see docs/coupling.md).
+    gsc : float
+        The loss's constant :math:`R`.
+
+    Attributes
+    ----------
+    nu : float
+        :math:`\lambda_{\max}(W K^{-1} W^\top)` for the whitening :math:`W`: whitened norm
+        per unit of :math:`K`-norm is at most :math:`\sqrt{\nu}`.
+    g0 : float
+        :math:`\|\nabla F_H(\theta_0)\|_{K^{-1}}`.
+    out_error : float
+        Whitened distance from :math:`\theta_0` to the exact minimiser of :math:`F_H`.
+    """
+
+    def __init__(self, hinv, leverage, residual, whiten, gsc):
+        W = whiten(np.eye(hinv.shape[0]))  # rows: whitened images of the unit vectors
+        M = W.T @ hinv @ W
+        self.nu = float(max(linalg.eigvalsh(0.5 * (M + M.T))[-1], 0.0))
+        self.lam = float(np.max(leverage)) if np.size(leverage) else 0.0
+        self.g0 = float(np.sqrt(max(residual @ hinv @ residual, 0.0)))
+        self.gsc = float(gsc)
+        r_out = ball_radius(self.g0, 0.0, self.gsc * np.sqrt(self.lam))
+        self.out_error = float(np.sqrt(self.nu) * r_out)
+
+    def pair_bound(self, dist, bound, dK2, lev_e, res_x, reach=None):
+        r"""Certified upper bounds on the exact distances of pairs, from the engine's.
+
+        Parameters
+        ----------
+        dist : ndarray
+            The engine's whitened distances :math:`\|W\Delta\|`.
+        bound : ndarray
+            A triangle-inequality bound on them (:math:`|c_e|\|W\xi_e\| + |c_x|\|W\xi_x\|`),
+            which sizes the rounding of the squared-norm assembly.
+        dK2 : ndarray
+            :math:`\|\Delta\|_K^2` (an upper bound on :math:`\|\Delta\|_A^2`,
+            :math:`A = K - \ell_e'' x_e x_e^\top`).
+        lev_e : ndarray
+            :math:`\ell_e'' x_e^\top K^{-1} x_e < 1` (so :math:`A \succeq (1 - \text{lev}_e) K`).
+        res_x : ndarray
+            :math:`\|\nabla F_{\rm in}\|_{A^{-1}}` left by the target's scalar equation.
+        reach : ndarray, optional
+            An upper bound on :math:`T = \max_{i \in H} |x_i^\top\Delta|` (default: its
+            Cauchy-Schwarz bound :math:`\max_i \|x_i\|_{A^{-1}}\|\Delta\|_A`).
+        """
+        dist = np.minimum(bound, dist + _ASSEMBLY_RTOL * bound)
+        shrink = 1.0 / np.sqrt(np.maximum(1.0 - lev_e, 0.0))  # inf if A is not PD
+        dA = np.sqrt(np.maximum(dK2, 0.0))
+        kappa = np.sqrt(self.lam) * shrink  # max_i ||x_i||_{A^-1} over the rows of H - e
+        R = self.gsc
+        T = kappa * dA if reach is None else np.minimum(reach, kappa * dA)
+        g = remainder_ratio(R * T) * dA + self.g0 * shrink + res_x
+        rho = ball_radius(g, R * T, R * kappa)
+        with np.errstate(invalid="ignore"):
+            err = np.sqrt(self.nu) * shrink * rho
+        return np.where(np.isfinite(err), dist + err + self.out_error + 2 * RELEASE_TOL, np.inf)
+
+
+def exact_minimiser(features, dloss, d2loss, rows, P, reg_at, start, whiten, gsc):
+    """Damped Newton to the minimiser of the objective on ``rows``, and the certified
+    whitened distance of the result to the exact minimiser (``inf`` on failure)."""
+    from .polish import _damped_step
+
+    F = features[rows]
+
+    def gradient(theta):
+        return F.T @ dloss(F @ theta, rows) + reg_at(theta)
+
+    theta = np.array(start, dtype=np.float64)
+    grad = gradient(theta)
+    previous = np.inf
+    for _ in range(100):
+        K = (F.T * d2loss(F @ theta, rows)) @ F + P
+        try:
+            fac = linalg.cho_factor(K, lower=True, check_finite=False)
+        except linalg.LinAlgError:
+            return theta, np.inf
+        step = linalg.cho_solve(fac, grad, check_finite=False)
+        decrement = float(step @ grad)
+        if not np.isfinite(decrement):
+            return theta, np.inf
+        # Stop at rounding level, or once Newton's quadratic convergence has stalled there.
+        if decrement <= 1e-26 * (1.0 + float(theta @ theta)) or decrement >= 0.25 * previous:
+            break
+        previous = decrement
+        move, grad = _damped_step(gradient, theta, step, grad)
+        theta = theta - move
+    K = (F.T * d2loss(F @ theta, rows)) @ F + P
+    try:
+        fac = linalg.cho_factor(K, lower=True, check_finite=False)
+    except linalg.LinAlgError:
+        return theta, np.inf
+    hinv = linalg.cho_solve(fac, np.eye(K.shape[0]), check_finite=False)
+    leverage = np.einsum("ij,jk,ik->i", F, hinv, F)
+    return theta, FitCertificate(hinv, leverage, gradient(theta), whiten, gsc).out_error
+
+
+#: A pair whose certificate adds more than this fraction to its estimate is solved exactly.
+FALLBACK_RTOL = 0.1
+#: ... or more than this fraction of the median distance of its fit.
+_FALLBACK_ATOL = 0.01
+#: Exact minimisers kept per job (keyed by training set).
+_CACHE_SIZE = 20000
+#: Elements of one (rows x pairs) array of the second stage.
+_ROW_ELEMENTS = 2**21
+#: Largest k n D for which the rows' reach M_j is computed (else Cauchy-Schwarz bounds it).
+_REACH_WORK = 1e9
+#: Chord steps of the second stage before its certificate.
+_CHORD_STEPS = 2
+
+
+class PairCertifier:
+    r"""Certified distances of the pairs of one fit (one generalised-linear block).
+
+    The engine's estimates become upper bounds by :meth:`FitCertificate.pair_bound`; a pair
+    whose bound is infinite, or exceeds its estimate by more than ``FALLBACK_RTOL``, is
+    solved to convergence (:func:`exact_distance_bound`), which is certified by its own
+    gradient and Hessian. ``block`` is the fit's :class:`~.losses.LossBlock` on ``H``,
+    ``factor`` its Hessian's Cholesky factor, ``P`` the regulariser's Hessian.
+    """
+
+    def __init__(self, glm, theta0, reg0, P, hinv, H, residual, whitener, index, cache=None):
+        self.glm, self.theta0, self.reg0, self.P, self.hinv, self.H = glm, theta0, reg0, P, hinv, H
+        # Exact minimisers by training set (small n repeats them across rounds); the
+        # regulariser is the same function for every k-row set (reg0 - theta0 P is constant).
+        self.cache = {} if cache is None else cache
+        self.reg_const = reg0 - theta0 @ P
+        self.whiten = lambda V: whitener.apply(V, index)
+        FH = glm.features[H]
+        leverage = np.einsum("ij,jk,ik->i", FH, hinv, FH)
+        self.fit = FitCertificate(hinv, leverage, residual, self.whiten, glm.gsc)
+        n, D = glm.features.shape
+        self.reach = None
+        if H.size * n * D <= _REACH_WORK:
+            self.reach = np.abs(FH @ hinv @ glm.features.T).max(axis=0)
+
+    def bound(self, dist, norms_e, norms_x, c_e, c_x, det, e_rows, x_rows):
+        r"""Bounds for pairs laid out as ``dist``; ``norms_*``: whitened norms of xi_e, xi_x.
+
+        :math:`|x_i^\top\Delta| \le |c_e| M_e + |c_x| M_x` with the reach
+        :math:`M_j = \max_{i \in H} |x_i^\top K^{-1} x_j|` of every row (computed where the
+        (k, n) product is affordable)."""
+        top = np.abs(c_e) * norms_e + np.abs(c_x) * norms_x
+        reach = None
+        if self.reach is not None:
+            reach = np.abs(c_e) * self.reach[e_rows] + np.abs(c_x) * self.reach[x_rows]
+        return self.fit.pair_bound(dist, top, det["dK2"], det["lev_e"], det["res_x"], reach)
+
+    def _loose(self, dist, certified):
+        # Slack that cannot matter: a small fraction of the typical distance of the fit.
+        finite = dist[np.isfinite(dist)]
+        floor = _FALLBACK_ATOL * float(np.median(finite)) if finite.size else 0.0
+        return ~np.isfinite(certified) | (certified > dist * (1.0 + FALLBACK_RTOL) + floor + 1e-12)
+
+    def _row_bounds(self, x, e, c_e, c_x):
+        r"""Second stage for pairs (1-D arrays): chord steps over the rows, then the lemma.
+
+        From the estimate :math:`\Delta` (or :math:`\theta_0` where it is not finite), a few
+        chord steps :math:`\Delta \leftarrow \Delta - A^{-1}\nabla F_{\rm in}(\theta_0 +
+        \Delta)` with :math:`A = K - \ell_e'' x_e x_e^\top` (Sherman-Morrison on
+        :math:`K^{-1}`); the gradient is evaluated over the rows from differences
+        :math:`\ell_i'(m_i + \delta_i) - \ell_i'(m_i)` (little cancellation), with a
+        rounding allowance. The ball lemma at the last point uses the exact
+        :math:`\|\cdot\|_{A^{-1}}` of that gradient and :math:`T = \max_i |\delta_i|`.
+        """
+        glm, H, P, hinv, theta0 = self.glm, self.H, self.P, self.hinv, self.theta0
+        fit = self.fit
+        F = glm.features[H]  # (k, D)
+        mH = F @ theta0
+        d1 = glm.dloss(mH, H)
+        r0 = F.T @ d1 + self.reg_const + theta0 @ P  # the fit's own residual gradient
+        out = np.empty(x.shape)
+        width = max(1, _ROW_ELEMENTS // max(H.size, 1))
+        R = fit.gsc
+        for a in range(0, x.size, width):
+            j = slice(a, a + width)
+            xe, xx, ej, xj = glm.features[e[j]], glm.features[x[j]], e[j], x[j]
+            xi_e = xe @ hinv
+            kap = glm.d2loss(xe @ theta0, ej)
+            den = 1.0 - kap * (xe * xi_e).sum(-1)
+            good = den > 0
+            den = np.where(good, den, 1.0)
+            shrink = 1.0 / np.sqrt(den)
+            kappa = np.sqrt(fit.lam) * shrink
+            ge = r0 - glm.dloss(xe @ theta0, ej)[:, None] * xe  # grad G(theta0) = r0 - l'_e x_e
+            mx = xx @ theta0
+            not_e = H[:, None] != ej[None, :]
+
+            def gradient(Delta):
+                delta = F @ Delta.T  # (k, m)
+                moved = glm.dloss(mH[:, None] + delta, H[:, None])
+                diff = np.where(not_e, moved - d1[:, None], 0.0)
+                slack = 1e-15 * (np.abs(moved) + np.abs(d1)[:, None]).sum(axis=0) + 1e-15 * np.abs(ge).sum(-1)
+                g = diff.T @ F + ge + Delta @ P + glm.dloss(mx + (xx * Delta).sum(-1), xj)[:, None] * xx
+                return g, delta, slack
+
+            def a_inv(v):
+                return v @ hinv + (kap * (xi_e * v).sum(-1) / den)[:, None] * xi_e
+
+            Delta = (c_e[j, None] * xi_e - c_x[j, None] * (xx @ hinv))
+            Delta = np.where(np.isfinite(Delta).all(axis=-1, keepdims=True), Delta, 0.0)
+            for _ in range(_CHORD_STEPS):
+                g, _, _ = gradient(Delta)
+                Delta = Delta - a_inv(g)
+            g, delta, slack = gradient(Delta)
+            gnorm = np.sqrt(np.maximum((a_inv(g) * g).sum(-1), 0.0)) + kappa * slack
+            T = np.abs(delta).max(axis=0)
+            rho = ball_radius(gnorm, R * T, R * kappa)
+            with np.errstate(invalid="ignore"):
+                err = np.sqrt(fit.nu) * shrink * rho
+            dist = np.linalg.norm(self.whiten(Delta), axis=-1) * (1.0 + 1e-12)
+            ok = good & np.isfinite(err) & np.isfinite(dist)
+            out[j] = np.where(ok, dist + err + fit.out_error + 2 * RELEASE_TOL, np.inf)
+        return out
+
+    def tighten(self, dist, certified, x_rows, e_rows, c_e, c_x, det):
+        """Tighten the loose entries of ``certified`` (laid out as ``dist``): first by the
+        remainder summed over the rows, then by exact solves; returns the array."""
+        loose = self._loose(dist, certified)
+        if not loose.any():
+            return certified
+        shape = dist.shape
+        x_rows, e_rows = (np.broadcast_to(v, shape) for v in (x_rows, e_rows))
+        c_e, c_x = np.broadcast_to(c_e, shape), np.broadcast_to(c_x, shape)
+        out = certified.copy()
+        idx = np.nonzero(loose)
+        out[idx] = np.minimum(out[idx], self._row_bounds(x_rows[idx], e_rows[idx], c_e[idx], c_x[idx]))
+        loose = self._loose(dist, out)
+        glm, theta0 = self.glm, self.theta0
+        for idx in zip(*np.nonzero(loose)):
+            x, e = int(x_rows[idx]), int(e_rows[idx])
+            fx, fe = glm.features[x], glm.features[e]
+            start = theta0 + c_e[idx] * (self.hinv @ fe) - c_x[idx] * (self.hinv @ fx)
+            if not np.all(np.isfinite(start)):
+                start = theta0
+            rows = np.sort(np.r_[self.H[self.H != e], x])
+            key = rows.tobytes()
+            if key not in self.cache:
+                if len(self.cache) >= _CACHE_SIZE:
+                    self.cache.clear()
+                self.cache[key] = exact_minimiser(
+                    glm.features, glm.dloss, glm.d2loss, rows, self.P,
+                    lambda th: self.reg_const + th @ self.P, start, self.whiten, glm.gsc)
+            theta, own_error = self.cache[key]
+            exact = (float(np.linalg.norm(self.whiten((theta - theta0)[None])[0])) + own_error
+                     + self.fit.out_error + 2 * RELEASE_TOL)
+            out[idx] = min(out[idx], exact)
+        return out
+
+
+def release_error(block, rows, scale):
+    r"""Certified whitened distance of a released fit from the exact minimiser of its objective.
+
+    ``block``: the fit's single generalised-linear :class:`~.losses.LossBlock` on ``rows``
+    (its gradients, Hessian and regulariser's gradient at the released parameters);
+    ``scale``: the noise shape. The certified distances assume at most
+    :data:`RELEASE_TOL` (:mod:`.certify`); the wrapper checks it before releasing.
+    """
+    from .whitening import _Whitener
+
+    whitener = _Whitener(scale)
+    K = block.hessian
+    hinv = linalg.cho_solve(linalg.cho_factor(K, lower=True, check_finite=False), np.eye(K.shape[0]),
+                            check_finite=False)
+    F = block.glm.features[rows]
+    leverage = np.einsum("ij,jk,ik->i", F, hinv, F)
+    residual = block.gradients[rows].sum(axis=0) + block.regularizer_gradient
+    cert = FitCertificate(hinv, leverage, residual, lambda V: whitener.apply(V, block.index), block.glm.gsc)
+    return cert.out_error
+
+
+def check_release(fitted, X, y, sample_weight, params, scale):
+    """Raise unless the polished release is within :data:`RELEASE_TOL` (whitened) of the exact
+    minimiser of its objective, the allowance the certified distances carry."""
+    from scipy import sparse
+
+    from skmip.params import get_adapter
+
+    from ._common import _OWNER
+    from .losses import get_smooth_loss
+
+    loss = get_smooth_loss(fitted)
+    Xd = X.toarray() if sparse.issparse(X) else np.asarray(X, dtype=np.float64)
+    rows = np.arange(Xd.shape[0])
+    get_adapter(fitted, params)  # the layout the blocks index
+    (block,) = loss.blocks(fitted, Xd, None if y is None else np.asarray(y), rows, sample_weight)
+    err = release_error(block, rows, scale)
+    if not err <= RELEASE_TOL:
+        raise ValueError(
+            f"{_OWNER}: the released fit is certified only to {err:.3g} (in units of the noise "
+            f"shape) from the exact minimiser of its objective, above the {RELEASE_TOL:g} the "
+            "certified swap distances allow; the objective is too ill-conditioned for the "
+            "released model to be pinned down. Add regularisation (smaller C, larger alpha)."
+        )
