@@ -50,7 +50,7 @@ def cancer():
     return StandardScaler().fit_transform(X), y
 
 
-@parametrize_with_checks([SubsampledDPClassifier()])
+@parametrize_with_checks([SubsampledDPClassifier(random_state=0)])
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
@@ -158,6 +158,7 @@ def test_errors_are_clear_and_leave_the_earlier_fit_intact(cancer):
         SubsampledDPClassifier(target_bound=1.0).fit(X, y)
 
 
+@pytest.mark.os_entropy
 def test_randomness_fixed_seed_reproduces_and_warns_fresh_entropy_does_not(cancer):
     X, y = cancer
     with pytest.warns(PrivacyWarning, match="fixes the privacy noise"):
