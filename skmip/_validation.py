@@ -6,11 +6,16 @@ where there is one, the fix.
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 
 import numpy as np
 
-__all__ = ["check_interval", "check_option", "check_int", "check_eta", "check_moment", "ETA_WHY"]
+__all__ = [
+    "check_interval", "check_option", "check_int", "check_eta", "check_moment", "ETA_WHY",
+    "check_n_jobs", "check_sample_weight", "check_magnitude", "check_n_features", "check_cv_folds",
+    "input_errors", "check_class_labels", "check_predict_input",
+]
 
 
 def _describe(low, high, closed):
@@ -98,3 +103,165 @@ def check_moment(owner, moment):
     if not np.isfinite(m):
         raise ValueError(f"{owner}: moment must be a finite real number >= 2; got {moment!r}.")
     return m
+
+
+def check_n_jobs(owner, n_jobs):
+    """Return ``n_jobs`` if it is ``None`` or a non-zero integer (joblib's convention), else raise."""
+    if n_jobs is None:
+        return None
+    why = ("n_jobs is the number of parallel workers: None or 1 runs serially, -1 uses every "
+           "core, -2 all but one.")
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral):
+        raise TypeError(
+            f"{owner}: n_jobs must be None or a non-zero integer; got {n_jobs!r} of type "
+            f"{type(n_jobs).__name__}. {why}"
+        )
+    if n_jobs == 0:
+        raise ValueError(f"{owner}: n_jobs must be None or a non-zero integer; got 0. {why}")
+    return int(n_jobs)
+
+
+def check_sample_weight(owner, fit_params, n):
+    """Check ``fit_params["sample_weight"]`` (if given) against the ``n`` rows of X.
+
+    Checked once on the whole data, before anything subsets it: a wrong length would
+    otherwise surface as a mismatch with some subset's size, far from its cause.
+    """
+    weights = fit_params.get("sample_weight")
+    if weights is None:
+        return
+    arr = np.asarray(weights)
+    if arr.ndim != 1 or arr.shape[0] != n:
+        raise ValueError(
+            f"{owner}: sample_weight must hold one weight per row of X, shape ({n},); got shape "
+            f"{arr.shape}. Pass a 1-D sample_weight of length n_samples={n}; the rows of every "
+            "subset fit are taken from it."
+        )
+    bad = arr.size if not np.issubdtype(arr.dtype, np.number) else int(np.sum(~np.isfinite(arr)))
+    if bad:
+        raise ValueError(
+            f"{owner}: sample_weight must hold finite numbers; got {bad} of {arr.size} entries "
+            f"that are not (dtype {arr.dtype}). Replace or drop them."
+        )
+
+
+def check_magnitude(owner, X):
+    """Raise where sums of squares of ``X`` overflow float64 (dense or sparse, numeric).
+
+    Losses, Hessians, covariances and second moments all sum products of two feature values
+    over the rows; once ``n_samples * n_features * max|X|**2`` exceeds float64's range they
+    are infinite and every fit, spread or statistic computed from them is meaningless (a
+    solver stops at its start, a decomposition fails). ``X`` itself may still be finite.
+    """
+    values = X.data if hasattr(X, "tocsr") else np.asarray(X)
+    if values.size == 0 or not np.issubdtype(values.dtype, np.number):
+        return
+    largest = float(np.max(np.abs(values)))
+    n_cells = max(1, int(X.shape[0]) * int(X.shape[1] if len(X.shape) > 1 else 1))
+    limit = float(np.sqrt(np.finfo(np.float64).max / n_cells))
+    if largest > limit:
+        raise ValueError(
+            f"{owner}: X has values of magnitude up to {largest:.3g}; sums of their squares over "
+            f"{X.shape[0]} rows overflow float64 (the limit here is {limit:.3g}), so the loss, its "
+            "Hessian and the spread of the fit cannot be computed. Standardize X (e.g. "
+            "sklearn.preprocessing.StandardScaler fitted on D) or rescale it to a bounded range."
+        )
+
+
+def check_n_features(owner, X, n_features_in):
+    """Raise if ``X`` does not have the ``n_features_in`` columns seen in ``fit``."""
+    shape = getattr(X, "shape", None)
+    if shape is None and isinstance(X, (list, tuple)):
+        try:
+            shape = np.shape(X)
+        except ValueError:  # ragged rows: the estimator's own validation reports them
+            return
+    if shape is None:  # other array-likes: the released estimator's own validation checks them
+        return
+    if len(shape) == 2 and shape[1] != n_features_in:
+        raise ValueError(
+            f"{owner}: X has {shape[1]} features, but {owner} is expecting {n_features_in} "
+            "features as input (the columns it was fitted on). Pass those columns, in the same "
+            "order."
+        )
+
+
+def check_predict_input(estimator, X):
+    """``X`` for the inner model a fitted meta-estimator holds, checked against its ``fit``.
+
+    The width and the column names are checked here, so that errors name ``estimator``. The
+    inner model was fitted on the validated array, without column names: a DataFrame is
+    handed on as its values.
+    """
+    from sklearn.utils.validation import check_is_fitted, validate_data
+
+    check_is_fitted(estimator)
+    check_n_features(type(estimator).__name__, X, estimator.n_features_in_)
+    if len(getattr(X, "shape", ())) == 2:  # column names (other shapes: the inner model's error)
+        validate_data(estimator, X, reset=False, skip_check_array=True)
+    return X.to_numpy() if hasattr(X, "columns") else X
+
+
+def check_cv_folds(owner, cv, y, n, classifier):
+    """Check an integer ``cv`` against the data before a splitter sees it.
+
+    An integer gives stratified folds for a classifier: each class needs at least ``cv`` rows
+    (so every fold holds every class); otherwise ``n`` needs at least ``cv`` rows. Splitters
+    and iterables are left to :func:`sklearn.model_selection.check_cv`.
+    """
+    if not isinstance(cv, numbers.Integral) or isinstance(cv, bool):
+        return
+    check_int(owner, "cv", cv, 2, None, why="cv is the number of folds; 5 is the default.")
+    if classifier and y is not None:
+        labels, counts = np.unique(np.asarray(y), return_counts=True)
+        smallest = int(np.argmin(counts))
+        if counts[smallest] < cv:
+            raise ValueError(
+                f"{owner}: cv={cv} stratified folds need at least {cv} rows of every class; class "
+                f"{labels[smallest]!r} has {counts[smallest]} (n_samples={n}). Pass a smaller cv "
+                f"(at least 2) or more rows of each class."
+            )
+    elif n < cv:
+        raise ValueError(
+            f"{owner}: cv={cv} folds need at least {cv} rows; got n_samples={n}. Pass a smaller "
+            "cv (at least 2) or more rows."
+        )
+
+
+def check_class_labels(owner, y):
+    """A classifier's targets: valid class labels, at least two of them. Returns the classes."""
+    from sklearn.utils.multiclass import check_classification_targets
+
+    check_classification_targets(y)
+    classes = np.unique(y)
+    if classes.size < 2:
+        raise ValueError(
+            f"{owner}: y has only one class ({classes[0]!r}); a classifier needs at least 2 "
+            "classes to train. Pass rows of at least two classes."
+        )
+    return classes
+
+
+#: Fixes for the input errors scikit-learn's validation raises without one.
+_INPUT_FIXES = {
+    "infinity": "Replace or drop the rows holding +-inf (e.g. keep np.isfinite(X).all(axis=1)).",
+    "0 sample(s)": "Pass a non-empty X.",
+    "0 feature(s)": "Pass X with at least one column.",
+}
+
+
+@contextlib.contextmanager
+def input_errors(owner):
+    """Re-raise scikit-learn's input-validation errors with ``owner`` named, and a fix.
+
+    scikit-learn's messages name the problem (NaN, inf, sparse input, an empty array) but some
+    name neither the estimator that refused the data nor what to do.
+    """
+    try:
+        yield
+    except (ValueError, TypeError) as err:
+        message = str(err)
+        if message.startswith(f"{owner}:"):
+            raise
+        fixes = [fix for key, fix in _INPUT_FIXES.items() if key in message]
+        raise type(err)(" ".join([f"{owner}: {message}", *fixes])) from err

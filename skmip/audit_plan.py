@@ -27,11 +27,12 @@ the command line (:mod:`skmip.cli` turns its errors into exit code 2).
 from __future__ import annotations
 
 import ast
-import importlib
 import importlib.util
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from skmip.estimator_expr import EstimatorCall, ExpressionError, build, describe, parse_estimator
 
 __all__ = [
     "ALIASES",
@@ -143,41 +144,6 @@ def parse_params(pairs) -> dict:
     return out
 
 
-def _split_call(text):
-    """``"pkg.Cls(a=1)"`` -> ``("pkg.Cls", {"a": 1})``; literal keyword arguments only."""
-    try:
-        node = ast.parse(text.strip(), mode="eval").body
-    except SyntaxError:
-        raise PlanError(
-            f"--estimator {text!r}: not an alias ({', '.join(ALIASES)}) nor an import path such as "
-            "sklearn.ensemble.RandomForestClassifier or sklearn.ensemble.RandomForestClassifier(max_depth=5)."
-        ) from None
-    kwargs = {}
-    if isinstance(node, ast.Call):
-        if node.args:
-            raise PlanError(
-                f"--estimator {text!r}: give parameters by name, as scikit-learn prints them, "
-                "e.g. RandomForestClassifier(n_estimators=200)."
-            )
-        for kw in node.keywords:
-            try:
-                kwargs[kw.arg] = ast.literal_eval(kw.value)
-            except ValueError:
-                raise PlanError(
-                    f"--estimator {text!r}: the value of {kw.arg} is not a literal (numbers, strings, "
-                    "tuples, None, True/False); build the estimator in Python and pass it with "
-                    "--estimator-file."
-                ) from None
-        node = node.func
-    path = ast.unparse(node)
-    if not isinstance(node, ast.Attribute):
-        raise PlanError(
-            f"--estimator {text!r}: not an alias ({', '.join(ALIASES)}) nor a dotted import path "
-            "such as sklearn.ensemble.RandomForestClassifier."
-        )
-    return path, kwargs
-
-
 def _check_classifier(option, value, est):
     from sklearn.base import is_classifier
 
@@ -200,6 +166,10 @@ def _check_classifier(option, value, est):
 def estimator_from_name(text: str, params: dict | None = None) -> EstimatorSpec:
     """An alias or ``package.module.Class`` (optionally called with literal keyword arguments).
 
+    The text is parsed, not evaluated (:func:`skmip.estimator_expr.parse_estimator`): every
+    class it names must be a subclass of :class:`sklearn.base.BaseEstimator`, checked before
+    anything is called, and every argument a literal or such an estimator call.
+
     Parameters
     ----------
     text : str
@@ -215,8 +185,9 @@ def estimator_from_name(text: str, params: dict | None = None) -> EstimatorSpec:
     Raises
     ------
     PlanError
-        For an unknown alias or module, a missing class, a non-classifier, or a parameter
-        the estimator does not have; the message names the value and the fix.
+        For an unknown alias or module, a missing class, a class that is not a scikit-learn
+        estimator (nothing is called), a non-classifier, or a parameter the estimator does
+        not have; the message names the value and the fix.
 
     Examples
     --------
@@ -237,25 +208,19 @@ def estimator_from_name(text: str, params: dict | None = None) -> EstimatorSpec:
             _set_params("--param", text, base(4, 2), params)  # fail now, not mid-run
             spec = EstimatorSpec(spec.name, make, spec.kind)
         return spec
-    path, kwargs = _split_call(text)
-    module_name, _, class_name = path.rpartition(".")
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise PlanError(f"--estimator {text}: cannot import {module_name!r} ({exc}). Is the package installed?") from None
-    cls = getattr(module, class_name, None)
-    if not isinstance(cls, type):
-        raise PlanError(f"--estimator {text}: {module_name} has no class {class_name!r}.")
-    try:
-        probe = cls(**kwargs)
-    except TypeError as exc:
+        # Parsed, not evaluated: every class is checked to be a BaseEstimator before any call.
+        call = parse_estimator(text)
+        probe = build(call)
+    except ExpressionError as exc:
+        raise PlanError(f"--estimator {exc}") from None
+    except (TypeError, ValueError) as exc:  # the estimator's own constructor refused a value
         raise PlanError(f"--estimator {text}: {exc}.") from None
     _check_classifier("--estimator", text, _set_params("--param", text, probe, params))
-    shown = {**kwargs, **params}
-    name = class_name + (f"({', '.join(f'{k}={v!r}' for k, v in shown.items())})" if shown else "")
+    name = describe(EstimatorCall(call.cls, call.path, {**call.kwargs, **params}))
 
     def make(d, k):
-        return _set_params("--param", text, cls(**kwargs), params)
+        return _set_params("--param", text, build(call), params)
 
     return EstimatorSpec(name, make, "user")
 

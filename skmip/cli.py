@@ -52,7 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--dataset", default=DEFAULT_DATASET,
                    help=f"a bundled dataset ({', '.join(DATASETS)}) or a path to a CSV file with a "
-                        f"header (then --target is required). Default: {DEFAULT_DATASET}.")
+                        f"header (then --target is required; delimiter ',', ';' or tab, sniffed; a "
+                        f"UTF-8 byte-order mark is dropped). Default: {DEFAULT_DATASET}.")
     p.add_argument("--target", help="label column of a CSV dataset")
     p.add_argument("--categorical", action="append", metavar="COLUMN",
                    help="CSV column of categories: one-hot encoded with the sorted values the file "
@@ -71,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "extra is installed, else scikit-learn's MLPClassifier); or an import path, "
                         "with parameters as scikit-learn prints them: "
                         "'sklearn.ensemble.HistGradientBoostingClassifier(max_iter=200)'. "
+                        "The text is parsed, never evaluated: only subclasses of "
+                        "sklearn.base.BaseEstimator are constructed (checked on the class before "
+                        "any call), with literal arguments or nested estimator calls. "
                         "Default: mlp and logreg with the defenses that fix them.")
     p.add_argument("--param", action="append", metavar="NAME=VALUE",
                    help="parameter of every --estimator (a Python literal; other text is a string), "
@@ -108,7 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n-splits", type=int, default=32,
                    help="random subsets over which MIPNoiseWrapper measures the spread. Default: 32.")
     p.add_argument("--n-samples", type=int, default=None,
-                   help="use a random subset of this many rows (quick runs on large data)")
+                   help="use a random subset of this many rows (quick runs on large data); a CSV "
+                        "file is subsampled while it is read, so memory follows the rows kept")
     p.add_argument("--n-jobs", type=int, default=None,
                    help="models of a membership game fitted in parallel (joblib processes; -1: all "
                         "cores). Default: all cores for the MIP rows, where every model is a whole "
@@ -156,18 +161,20 @@ def _load(args):
         bunch = load_dataset(args.dataset, n_samples=args.n_samples, random_state=args.seed)
         bunch.missing = {}
     elif args.dataset.lower().endswith(".csv") or os.path.exists(args.dataset):
+        # The file first: a missing file is the first thing to fix, before any other option.
+        if not os.path.isfile(args.dataset):
+            raise CLIError(f"--dataset: no such file: {args.dataset}")
+        if not os.access(args.dataset, os.R_OK):
+            raise CLIError(f"--dataset: {args.dataset} is not readable (check its permissions).")
         if not args.target:
             raise CLIError(f"--dataset {args.dataset} is a CSV file: name its label column with --target COLUMN.")
-        if not os.path.exists(args.dataset):
-            raise CLIError(f"--dataset: no such file: {args.dataset}")
         try:
+            # --n-samples is applied while reading: memory follows the rows kept, not the file.
             bunch = load_csv(args.dataset, args.target, categorical=args.categorical or (),
-                             categories=_category_lists(args))
+                             categories=_category_lists(args), n_samples=args.n_samples,
+                             random_state=args.seed)
         except (ValueError, UnicodeDecodeError) as exc:
             raise CLIError(str(exc)) from None
-        if args.n_samples is not None and args.n_samples < len(bunch.data):
-            rows = np.random.default_rng(args.seed).choice(len(bunch.data), args.n_samples, replace=False)
-            bunch.data, bunch.target = bunch.data[rows], bunch.target[rows]
     else:
         raise CLIError(f"--dataset: {args.dataset!r} is neither a bundled dataset ({', '.join(DATASETS)}) nor a CSV file.")
     X, y = bunch.data, bunch.target

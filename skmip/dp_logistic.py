@@ -8,6 +8,7 @@ has a default inner estimator.
 
 from __future__ import annotations
 
+import copy
 import warnings
 
 import numpy as np
@@ -21,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from skmip._random import resolve_rng
 from skmip._threads import single_threaded_blas
-from skmip._validation import check_int, check_interval
+from skmip._validation import check_int, check_interval, input_errors
 from skmip.exceptions import PrivacyWarning, check_privacy_seed
 
 __all__ = ["DPLogisticRegression"]
@@ -269,7 +270,10 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
             missing from ``classes``.
         """
         self._validate_hyperparameters()
-        X, y = validate_data(self, X, y, dtype=np.float64, ensure_all_finite=True)
+        # Validate on a copy: nothing may be recorded on self before the whole fit succeeded.
+        probe = copy.copy(self)
+        with input_errors(_OWNER):
+            X, y = validate_data(probe, X, y, dtype=np.float64, ensure_all_finite=True)
         check_classification_targets(y)
         if self.classes is None:
             classes = np.unique(y)
@@ -313,6 +317,10 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
             W[k] = self._solve(Z, s, reg, b)
 
         scale = _INTERCEPT_SCALE if self.fit_intercept else 1.0
+        self.__dict__.pop("feature_names_in_", None)
+        if hasattr(probe, "feature_names_in_"):
+            self.feature_names_in_ = probe.feature_names_in_
+        self.n_features_in_ = probe.n_features_in_
         self.classes_ = classes
         self.coef_ = W[:, : X.shape[1]] * (scale / float(self.data_norm))
         self.intercept_ = W[:, -1] * scale if self.fit_intercept else np.zeros(n_models)
@@ -382,7 +390,8 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
         else (n_samples, n_classes).
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        with input_errors(_OWNER):
+            X = validate_data(self, X, reset=False, dtype=np.float64)
         scores = X @ self.coef_.T + self.intercept_
         return scores.ravel() if scores.shape[1] == 1 else scores
 

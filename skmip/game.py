@@ -29,8 +29,8 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils.parallel import Parallel, delayed
 
 from skmip._random import draw_seed, fix_inner_random_state, resolve_rng
-from skmip._rows import n_rows
-from skmip._validation import check_int, check_interval, check_option
+from skmip._rows import n_rows, subset_fit_params
+from skmip._validation import check_int, check_interval, check_n_jobs, check_option, check_sample_weight
 from skmip.exceptions import PrivacyWarning
 
 __all__ = ["MembershipGame", "play_membership_game"]
@@ -202,6 +202,7 @@ def _play_one(estimator, X, y, rows, seed, output, fit_params, inspect, classes)
     fix_inner_random_state(model, seed)
     X_in = _safe_indexing(X, rows)
     y_in = None if y is None else _safe_indexing(y, rows)
+    fit_params = subset_fit_params(fit_params, rows, n_rows(X))  # per-row ones: the members'
     with warnings.catch_warnings():
         if seeded:
             # The game itself fixed a privacy mechanism's seed to make the audit reproducible;
@@ -327,6 +328,8 @@ def play_membership_game(
     n = n_rows(X)
     if y is not None and n_rows(y) != n:
         raise ValueError(f"{_OWNER}: X has {n} rows but y has {n_rows(y)}.")
+    check_sample_weight(_OWNER, fit_params or {}, n)
+    check_n_jobs(_OWNER, n_jobs)
     kind = _resolve_output(estimator, output)
     if kind in ("proba", "neg_squared_error") and y is None:
         raise ValueError(

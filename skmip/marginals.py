@@ -21,7 +21,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from skmip._random import resolve_rng
-from skmip._validation import check_eta, check_int, check_interval
+from skmip._validation import check_eta, check_int, check_interval, input_errors
 from skmip.exceptions import check_privacy_seed
 
 __all__ = ["MIPMarginalSynthesizer", "DPMarginalSynthesizer", "chow_liu_tree"]
@@ -265,7 +265,8 @@ class _MarginalSynthesizer(BaseEstimator):
         """
         self._validate()
         probe = copy.copy(self)
-        X = validate_data(probe, X, dtype=None, ensure_all_finite=True)
+        with input_errors(self._owner):
+            X = validate_data(probe, X, dtype=None, ensure_all_finite=True)
         check_privacy_seed(self._owner, self.random_state)
         n, n_columns = X.shape
         categories, codes = [], np.empty((n, n_columns), dtype=np.int64)

@@ -22,7 +22,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import get_tags
 from sklearn.utils.validation import validate_data
 
-from skmip._validation import check_int, check_interval, check_option
+from skmip._rows import n_rows
+from skmip._validation import check_int, check_interval, check_n_jobs, check_option, check_sample_weight
 from skmip.attacks import get_attack
 from skmip.game import play_membership_game
 from skmip.metrics import (
@@ -291,6 +292,7 @@ class MIAttackScorer(BaseEstimator):
         check_option(_OWNER, "sampling", self.sampling, _SAMPLING)
         check_interval(_OWNER, "delta", self.delta, 0, 1, closed="left")
         check_interval(_OWNER, "confidence", self.confidence, 0, 1, closed="neither")
+        check_n_jobs(_OWNER, self.n_jobs)
         if not isinstance(self.verbose, numbers.Integral):
             raise TypeError(f"{_OWNER}: verbose must be an integer; got {self.verbose!r}.")
         attack = get_attack(self.attack)
@@ -417,6 +419,7 @@ class MIAttackScorer(BaseEstimator):
         # estimator may need a DataFrame), on a copy: nothing is set before the audit succeeds.
         probe = copy.copy(self)
         validate_data(probe, X, skip_check_array=True, reset=True)
+        check_sample_weight(_OWNER, fit_params, n_rows(X))
         game, scores = self._play(self.estimator, X, y, fit_params, attack)
         m = game.membership
         self._log("metrics and bound check")

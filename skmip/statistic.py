@@ -9,6 +9,7 @@ machinery (sigma over half-splits, noise, projection) releases it; its parameter
 
 from __future__ import annotations
 
+import copy
 from typing import Callable
 
 import numpy as np
@@ -16,7 +17,7 @@ from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import validate_data
 
-from skmip._validation import check_option
+from skmip._validation import check_option, input_errors
 
 __all__ = ["Statistic", "column_mean", "second_moment", "mean_and_second_moment"]
 
@@ -237,7 +238,10 @@ class Statistic(BaseEstimator):
         self : Statistic
         """
         func, structure = self._resolve()
-        X = validate_data(self, X, dtype=np.float64)
+        # Validate on a copy: nothing may be recorded on self before the whole fit succeeded.
+        probe = copy.copy(self)
+        with input_errors(type(self).__name__):
+            X = validate_data(probe, X, dtype=np.float64)
         value = np.asarray(func(X, **(self.kw_args or {})), dtype=np.float64)
         if structure != "vector" and (value.ndim != 2 or value.shape[0] != value.shape[1]):
             raise ValueError(
@@ -257,6 +261,9 @@ class Statistic(BaseEstimator):
                 )
             # Remove rounding asymmetry so that the upper triangle is the whole statistic.
             value = 0.5 * (value + value.T)
-        self.statistic_ = value
-        self.structure_ = structure
+        fitted = {"statistic_": value, "structure_": structure, "n_features_in_": probe.n_features_in_}
+        if hasattr(probe, "feature_names_in_"):
+            fitted["feature_names_in_"] = probe.feature_names_in_
+        self.__dict__.pop("feature_names_in_", None)
+        self.__dict__.update(fitted)
         return self

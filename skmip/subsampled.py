@@ -16,10 +16,10 @@ from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clo
 from sklearn.utils import _safe_indexing, get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
 from skmip._random import draw_seed, fix_inner_random_state, resolve_rng
-from skmip._validation import check_interval
+from skmip._validation import check_class_labels, check_interval, check_predict_input, input_errors
 from skmip.bounds.subsampling import (
     epsilon_for_positive_accuracy,
     negative_accuracy_bound,
@@ -271,12 +271,10 @@ class SubsampledDPClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator)
         ValueError
             For an invalid hyper-parameter, an unreachable ``target_bound``, a subsample with
             no rows, or (for an inner estimator without a ``classes`` parameter) a subsample
-            missing a class. A failed fit leaves the object unfitted.
+            missing a class. A failed fit leaves the state of an earlier fit as it was.
         TypeError
             If the inner estimator is not DP-capable.
         """
-        # Whatever happens below, no state of an earlier fit may survive next to new params.
-        self._clear_fitted()
         self._validate_hyperparameters()
         inner = clone(self._inner_template())
         params = self._check_dp_capable(inner)
@@ -286,12 +284,17 @@ class SubsampledDPClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator)
 
         inner_tags = get_tags(inner)
         probe = copy.copy(self)  # validate_data records n_features_in_ on what it is given
-        X, y = validate_data(
-            probe, X, y, reset=True, accept_sparse=inner_tags.input_tags.sparse, dtype="numeric",
-            ensure_all_finite=not inner_tags.input_tags.allow_nan,
-        )
-        check_classification_targets(y)
-        classes = np.unique(y)
+        with input_errors(_OWNER):
+            X, y = validate_data(
+                probe, X, y, reset=True, accept_sparse=inner_tags.input_tags.sparse,
+                dtype="numeric", ensure_all_finite=not inner_tags.input_tags.allow_nan,
+            )
+        if "classes" in params and params["classes"] is None:
+            # The label set handed to the inner estimator is learnt here, from the pool.
+            classes = check_class_labels(_OWNER, y)
+        else:  # the inner estimator knows its labels, or learns them itself
+            check_classification_targets(y)
+            classes = np.unique(y)
 
         check_privacy_seed(_OWNER, self.random_state)
         rng = resolve_rng(self.random_state)
@@ -346,6 +349,8 @@ class SubsampledDPClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator)
         }
         if hasattr(probe, "feature_names_in_"):
             fitted["feature_names_in_"] = probe.feature_names_in_
+        # Only now, with everything computed, replace the state of an earlier fit.
+        self._clear_fitted()
         self.__dict__.update(fitted)
         return self
 
@@ -353,25 +358,25 @@ class SubsampledDPClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator)
     @available_if(_estimator_has("predict"))
     def predict(self, X: ArrayLike) -> np.ndarray:
         """Predict with the DP classifier."""
-        check_is_fitted(self)
+        X = check_predict_input(self, X)
         return self.estimator_.predict(X)
 
     @available_if(_estimator_has("predict_proba"))
     def predict_proba(self, X: ArrayLike) -> np.ndarray:
         """Class probabilities of the DP classifier."""
-        check_is_fitted(self)
+        X = check_predict_input(self, X)
         return self.estimator_.predict_proba(X)
 
     @available_if(_estimator_has("predict_log_proba"))
     def predict_log_proba(self, X: ArrayLike) -> np.ndarray:
         """Log class probabilities of the DP classifier."""
-        check_is_fitted(self)
+        X = check_predict_input(self, X)
         return self.estimator_.predict_log_proba(X)
 
     @available_if(_estimator_has("decision_function"))
     def decision_function(self, X: ArrayLike) -> np.ndarray:
         """Decision function of the DP classifier."""
-        check_is_fitted(self)
+        X = check_predict_input(self, X)
         return self.estimator_.decision_function(X)
 
     def __sklearn_tags__(self):

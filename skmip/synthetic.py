@@ -23,8 +23,11 @@ from skmip._validation import (
     check_eta,
     check_int,
     check_interval,
+    check_magnitude,
     check_moment,
+    check_n_jobs,
     check_option,
+    input_errors,
 )
 from skmip.exceptions import PrivacyWarning, check_privacy_seed
 from skmip.params import _project_psd
@@ -285,6 +288,7 @@ class MIPGaussianSynthesizer(BaseEstimator):
             "already is the random training subset.",
         )
         check_option(_OWNER, "sigma_from", self.sigma_from, ("dataset", "train"))
+        check_n_jobs(_OWNER, self.n_jobs)
 
     def fit(self, X: ArrayLike, y=None) -> "MIPGaussianSynthesizer":
         """Privatise the mean and covariance of a random subset of ``X``.
@@ -312,7 +316,11 @@ class MIPGaussianSynthesizer(BaseEstimator):
         self._validate_hyperparameters()
         # Validate on a copy: nothing may be recorded on self before the whole fit succeeded.
         probe = copy.copy(self)
-        X = validate_data(probe, X, dtype=np.float64, ensure_all_finite=True)
+        with input_errors(_OWNER):
+            X = validate_data(probe, X, dtype=np.float64, ensure_all_finite=True)
+        # The second moments are products of two values: data of magnitude 1e300 is finite,
+        # its statistic is not.
+        check_magnitude(_OWNER, X)
         check_privacy_seed(_OWNER, self.random_state)
 
         if self.method == "moments":
@@ -466,7 +474,8 @@ class MIPGaussianSynthesizer(BaseEstimator):
         ndarray of shape (n_samples,)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        with input_errors(_OWNER):
+            X = validate_data(self, X, dtype=np.float64, reset=False)
         eigval, eigvec = np.linalg.eigh(self.covariance_)
         eigval = np.maximum(eigval, 1e-6 * max(eigval.max(), 1e-12))
         z = (X - self.mean_) @ eigvec / np.sqrt(eigval)

@@ -350,7 +350,7 @@ def test_exact_audit_one_outlier_mean_the_bound_is_tight(eta):
     X = np.zeros((n, d))
     X[0] = 1.0
     sd = _exact_sigma(lambda A: A.mean(0), (X,), n)
-    res = estimate_swap_deltas(Statistic("mean"), X, scale=sd, engine="exact")
+    res = estimate_swap_deltas(Statistic("mean"), X, scale=sd, engine="exact", random_state=0)
     assert res.exhaustive and res.distances.shape == (n, math.comb(n - 1, n // 2), n // 2)
     cal, audit, bound = _audit(lambda A: A.mean(0), (X,), res.distances, sd, eta, 4000, 11)
     assert bound[0] == pytest.approx(eta, rel=1e-9)
@@ -363,7 +363,7 @@ def test_exact_audit_gaussian_means_never_exceed_eta(d):
     n = 12 if d <= 5 else 10
     X = np.random.default_rng(d).normal(size=(n, d))
     sd = _exact_sigma(lambda A: A.mean(0), (X,), n)
-    res = estimate_swap_deltas(Statistic("mean"), X, scale=sd, engine="exact")
+    res = estimate_swap_deltas(Statistic("mean"), X, scale=sd, engine="exact", random_state=0)
     for eta in [0.05, 0.1, 0.2, 0.3]:
         cal, audit, bound = _audit(lambda A: A.mean(0), (X,), res.distances, sd, eta, 2000, 12)
         assert bound.max() == pytest.approx(eta, rel=1e-9)
@@ -406,7 +406,7 @@ def test_exact_audit_tiny_logistic_regression_never_exceeds_eta():
         return np.r_[m.coef_.ravel(), m.intercept_]
 
     sd = _exact_sigma(fit, (X, y), n)
-    res = estimate_swap_deltas(_TinyLogit(C=1.0), X, y, scale=sd, engine="exact", params=["coef_", "intercept_"])
+    res = estimate_swap_deltas(_TinyLogit(C=1.0), X, y, scale=sd, engine="exact", params=["coef_", "intercept_"], random_state=0)
     for eta in [0.05, 0.1, 0.2, 0.3]:
         cal, audit, bound = _audit(fit, (X, y), res.distances, sd, eta, 2000, 13)
         assert np.all(audit.advantage <= bound + 4 * audit.std_error)

@@ -134,7 +134,7 @@ def test_csv_with_a_categorical_column_and_missing_values(tmp_path, capsys):
     # An undeclared text column stops with the two ways to declare it.
     assert main(SMALL + ["--dataset", str(csv), "--target", "label", "--estimator", "logreg"]) == 2
     err = capsys.readouterr().err
-    assert "'colour' row 2 is not numeric" in err and "--categorical colour" in err and "--categories colour=" in err
+    assert "'colour' (row 2: 'red')" in err and "--categorical colour" in err and "--categories colour=" in err
 
     argv = SMALL + ["--dataset", str(csv), "--target", "label", "--estimator", "logreg", "--defense", "none",
                     "--categorical", "colour", "--json", str(out_json)]
@@ -178,6 +178,9 @@ def test_csv_and_dataset_errors(tmp_path, capsys):
     assert "too few" in capsys.readouterr().err
     assert main(SMALL + ["--dataset", str(tmp_path / "missing.csv"), "--target", "label"]) == 2
     assert "no such file" in capsys.readouterr().err
+    # The file is checked before --target is asked for.
+    assert main(SMALL + ["--dataset", str(tmp_path / "missing.csv")]) == 2
+    assert "no such file" in capsys.readouterr().err
     assert main(SMALL + ["--categorical", "a"]) == 2
     assert "describe a CSV file" in capsys.readouterr().err
     assert main(SMALL + ["--eta", "0.9"]) == 2
@@ -189,6 +192,58 @@ def test_python_dash_m_entry_point():
     for option in ("--dataset", "--report", "--estimator-file", "--param", "--categorical", "--missing"):
         assert option in res.stdout
     assert "trust" in res.stdout  # unpickling runs code
+    assert "sklearn.base.BaseEstimator" in " ".join(res.stdout.split())  # what --estimator builds
+
+
+@pytest.mark.parametrize("text", [
+    "subprocess.Popen(args=['touch', '{marker}'])",
+    "os.system(command='touch {marker}')",
+    "sklearn.ensemble.BaggingClassifier(estimator=subprocess.Popen(args=['touch', '{marker}']))",
+    "sklearn.linear_model.LogisticRegression(C=__import__('os').system('touch {marker}'))",
+    "sklearn.linear_model.LogisticRegression(C=exec('open(\\'{marker}\\', \\'w\\')'))",
+])
+def test_estimator_text_builds_only_scikit_learn_estimators(tmp_path, capsys, monkeypatch, text):
+    monkeypatch.chdir(tmp_path)
+    marker = tmp_path / "created"
+    assert main(SMALL + ["--estimator", text.format(marker=marker)]) == 2
+    err = capsys.readouterr().err
+    assert "--estimator" in err
+    assert any(why in err for why in ("not a scikit-learn estimator", "not a dotted import path"))
+    assert list(tmp_path.iterdir()) == []  # nothing ran
+
+
+def test_estimator_text_accepts_nested_estimator_calls():
+    from sklearn.ensemble import BaggingClassifier
+    from sklearn.tree import DecisionTreeClassifier
+
+    from skmip.audit_plan import estimator_from_name
+
+    spec = estimator_from_name(
+        "sklearn.ensemble.BaggingClassifier(estimator=sklearn.tree.DecisionTreeClassifier(max_depth=2), "
+        "n_estimators=3)"
+    )
+    a, b = spec.make(4, 2), spec.make(4, 2)
+    assert isinstance(a, BaggingClassifier) and isinstance(a.estimator, DecisionTreeClassifier)
+    assert a.estimator.max_depth == 2 and a.n_estimators == 3
+    assert a.estimator is not b.estimator  # a new object at every call
+    assert spec.name == "BaggingClassifier(estimator=DecisionTreeClassifier(max_depth=2), n_estimators=3)"
+
+
+@pytest.mark.parametrize("delimiter", [";", "\t"])
+def test_csv_with_another_delimiter_and_a_bom_runs(tmp_path, capsys, delimiter):
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    lines = [delimiter.join(["a", "b", "c", "label"])]
+    lines += [delimiter.join([*(f"{v:.4f}" for v in r[:3]), str(t)]) for r, t in zip(X[:200], y[:200])]
+    csv = tmp_path / "data.csv"
+    csv.write_bytes(b"\xef\xbb\xbf" + ("\n".join(lines) + "\n").encode())
+    out_json = tmp_path / "out.json"
+    argv = SMALL + ["--dataset", str(csv), "--target", "label", "--estimator", "logreg",
+                    "--defense", "none", "--json", str(out_json)]
+    assert main(argv) == 0, capsys.readouterr().err
+    data = json.loads(out_json.read_text())
+    assert data["feature_names"] == ["a", "b", "c"]
 
 
 def test_the_leaky_network_and_its_gmip_version(tmp_path):

@@ -35,9 +35,61 @@ def test_csv_loader_errors(tmp_path):
         load_csv(str(good), "target")
     bad = tmp_path / "bad.csv"
     bad.write_text("a,b,label\n1,zz,x\n")
-    with pytest.raises(ValueError, match="column 'b' row 2 is not numeric"):
+    with pytest.raises(ValueError, match=r"1 column\(s\) are not numeric: 'b' \(row 2: 'zz'\)"):
         load_csv(str(bad), "label")
     ragged = tmp_path / "ragged.csv"
     ragged.write_text("a,b,label\n1,2\n")
     with pytest.raises(ValueError, match="row 2 has 2 fields"):
         load_csv(str(ragged), "label")
+
+
+@pytest.mark.parametrize("delimiter", [",", ";", "\t"])
+def test_csv_delimiter_is_sniffed_and_a_bom_stripped(tmp_path, delimiter):
+    path = tmp_path / "data.csv"
+    rows = [["age", "score", "label"], ["31", "1.5", "0"], ["45", "2.5", "1"], ["28", "0.5", "1"]]
+    text = "\n".join(delimiter.join(r) for r in rows) + "\n"
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())  # Excel's UTF-8 byte-order mark
+    d = load_csv(str(path), "label")
+    assert d.feature_names == ["age", "score"]  # not "\ufeffage"
+    np.testing.assert_array_equal(d.data, [[31, 1.5], [45, 2.5], [28, 0.5]])
+    assert d.target.tolist() == [0, 1, 1]
+
+
+def test_csv_names_every_undeclared_text_column_at_once(tmp_path):
+    path = tmp_path / "data.csv"
+    path.write_text("a,colour,b,city,label\n1,red,2,Oslo,0\n2,blue,3,Rome,1\n")
+    with pytest.raises(ValueError) as info:
+        load_csv(str(path), "label")
+    message = str(info.value)
+    assert "2 column(s) are not numeric" in message
+    assert "'colour' (row 2: 'red')" in message and "'city' (row 2: 'Oslo')" in message
+    assert "--categorical colour --categorical city" in message
+    d = load_csv(str(path), "label", categorical=["colour", "city"])
+    assert d.data.shape == (2, 6)
+
+
+def test_csv_subsample_is_chosen_while_reading(tmp_path):
+    import tracemalloc
+
+    n = 60_000
+    path = tmp_path / "big.csv"
+    with open(path, "w") as fh:
+        fh.write("i,x,label\n")
+        for i in range(n):
+            fh.write(f"{i},{i * 0.5},{i % 2}\n")
+    size = path.stat().st_size
+    tracemalloc.start()
+    d = load_csv(str(path), "label", n_samples=500, random_state=3)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert d.data.shape == (500, 2)
+    rows = d.data[:, 0].astype(int)
+    assert np.all(np.diff(rows) > 0) and rows.min() >= 0 and rows.max() < n  # distinct file rows
+    np.testing.assert_array_equal(d.data[:, 1], rows * 0.5)  # whole rows, not mixed cells
+    np.testing.assert_array_equal(d.target, rows % 2)
+    # The whole file parsed into lists of strings takes many times its size; the subsample
+    # must stay a small fraction of it.
+    assert peak < size / 4, (peak, size)
+    again = load_csv(str(path), "label", n_samples=500, random_state=3)
+    np.testing.assert_array_equal(again.data, d.data)
+    assert load_csv(str(path), "label", n_samples=10 * n).data.shape == (n, 2)

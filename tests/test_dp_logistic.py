@@ -31,7 +31,7 @@ EXPECTED_FAILED = {
 }
 
 
-@parametrize_with_checks([DPLogisticRegression()], expected_failed_checks=lambda est: EXPECTED_FAILED)
+@parametrize_with_checks([DPLogisticRegression(random_state=0)], expected_failed_checks=lambda est: EXPECTED_FAILED)
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
@@ -201,6 +201,7 @@ def test_fit_intercept_false_and_predictions_are_a_plain_linear_model():
     np.testing.assert_allclose(model.predict_proba(X)[:, 1], 1 / (1 + np.exp(-X @ model.coef_[0])))
 
 
+@pytest.mark.os_entropy
 def test_privacy_warnings():
     X = np.random.default_rng(0).normal(size=(20, 2))
     y = (X[:, 0] > 0).astype(int)

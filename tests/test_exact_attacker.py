@@ -214,4 +214,4 @@ def test_algorithm_output_must_have_fixed_length():
         return s[s[:, 0] > 0, 0]
 
     with pytest.raises(ValueError, match="different lengths"):
-        exact_mip_advantage(ragged, np.arange(1.0, 7.0)[:, None] - 3, eta=0.1, n_mc=10)
+        exact_mip_advantage(ragged, np.arange(1.0, 7.0)[:, None] - 3, eta=0.1, n_mc=10, random_state=0)

@@ -85,7 +85,7 @@ def test_identity_link_power_zero_is_least_squares_and_exact():
 def test_non_convex_or_constrained_settings_are_refused(model, match):
     X, ys = _data()
     with pytest.raises(ValueError, match=match):
-        estimate_swap_deltas(model, X, ys["gamma"], scale=np.ones(4), n_rounds=1, engine="newton")
+        estimate_swap_deltas(model, X, ys["gamma"], scale=np.ones(4), n_rounds=1, engine="newton", random_state=0)
 
 
 def test_unequal_sample_weights_are_refused_and_equal_ones_accepted():

@@ -28,7 +28,7 @@ def test_raw_kernel_ridge_is_refused_because_it_stores_its_training_rows():
     X, y = _data()
     assert get_smooth_loss(KernelRidge()) is None
     with pytest.raises(TypeError, match="X_fit_"):
-        MIPNoiseWrapper(KernelRidge(), eta=0.2).fit(X, y)
+        MIPNoiseWrapper(KernelRidge(), eta=0.2, random_state=0).fit(X, y)
 
 
 def test_random_fourier_features_are_fixed_given_the_data_and_make_kernel_ridge_a_ridge():

@@ -70,7 +70,7 @@ def test_least_squares_step_reaches_the_margins_exactly():
 def test_sampler_draws_the_tree_law(chain):
     # With negligible noise the samples follow the tree's law: their 2-way tables on the
     # edges match the data's within binomial error (4 standard errors of a cell fraction).
-    dp = DPMarginalSynthesizer(epsilon=1e9, marginals=[(0, 1), (1, 2), (3,)], train_size=1.0).fit(chain)
+    dp = DPMarginalSynthesizer(epsilon=1e9, marginals=[(0, 1), (1, 2), (3,)], train_size=1.0, random_state=0).fit(chain)
     samples = dp.sample(20_000, random_state=0)
     for i, j in [(0, 1), (1, 2)]:
         for u in np.unique(chain[:, i]):
@@ -88,7 +88,7 @@ def test_label_tree_is_tree_augmented_naive_bayes(chain):
     synth = MIPMarginalSynthesizer(eta=0.1, label=2, random_state=0).fit(chain)
     assert synth.marginals_[0] == (0, 2) and all(2 in m and len(m) == 3 for m in synth.marginals_[1:])
     assert len(synth.marginals_) == 3 and synth.coupling_eta_ == pytest.approx(0.1, rel=1e-6)
-    dp = DPMarginalSynthesizer(epsilon=1e9, marginals=synth.marginals_, train_size=1.0).fit(chain)
+    dp = DPMarginalSynthesizer(epsilon=1e9, marginals=synth.marginals_, train_size=1.0, random_state=0).fit(chain)
     samples = dp.sample(20_000, random_state=1)
     for j in (0, 1, 3):
         for u in np.unique(chain[:, j]):
@@ -167,6 +167,6 @@ def test_fixed_seed_warns_and_nothing_private_is_kept(chain):
     assert not hasattr(synth, "codes_") and not hasattr(synth, "deltas_")
 
 
-@parametrize_with_checks([MIPMarginalSynthesizer(), DPMarginalSynthesizer()])
+@parametrize_with_checks([MIPMarginalSynthesizer(random_state=0), DPMarginalSynthesizer(random_state=0)])
 def test_sklearn_compatible(estimator, check):
     check(estimator)

@@ -240,9 +240,15 @@ def test_shapes_and_reproducibility():
         sample_mip_noise(sigma, eta=0.1, random_state=5), sample_mip_noise(sigma, eta=0.1, random_state=5)
     )
     sample_mip_noise(sigma, eta=0.1, random_state=np.random.RandomState(0))
+
+
+@pytest.mark.os_entropy
+def test_no_seed_draws_fresh_noise():
+    sigma = np.array([1.0, 2.0])
     assert not np.array_equal(sample_mip_noise(sigma, eta=0.1), sample_mip_noise(sigma, eta=0.1))
 
 
+@pytest.mark.os_entropy
 def test_privacy_warnings():
     with pytest.warns(PrivacyWarning, match="random_state=3"):
         sample_mip_noise([1.0], eta=0.1, random_state=3)

@@ -186,7 +186,7 @@ def test_multinomial_logistic_regression_uses_the_target_exact_engine():
 def test_exact_engine_enumerates_every_pair_of_the_mean():
     X = np.random.default_rng(3).normal(size=(8, 2))
     w = np.array([0.3, 0.7])
-    res = estimate_swap_deltas(Statistic("mean"), X, scale=w, engine="exact", train_size=3)
+    res = estimate_swap_deltas(Statistic("mean"), X, scale=w, engine="exact", train_size=3, random_state=0)
     assert res.exhaustive and res.n_train == 3 and res.distances.shape == (8, math.comb(7, 3), 3)
     # Swapping e for x* moves the mean by (e - x*)/k whatever D_out is; e is uniform on
     # D \ {x*}, each row appearing in C(6, 2) of the subsets.
@@ -225,7 +225,7 @@ def test_a_matrix_scale_must_be_invertible_and_of_the_right_size():
     with pytest.raises(ValueError, match="invertible"):
         estimate_swap_deltas(Ridge(), X, y, scale=np.zeros((5, 5)), n_rounds=1)
     with pytest.raises(ValueError, match="5 parameters"):
-        estimate_swap_deltas(Ridge(), X, y, scale=np.ones(4), n_rounds=1)
+        estimate_swap_deltas(Ridge(), X, y, scale=np.ones(4), n_rounds=1, random_state=0)
     with pytest.raises(ValueError, match="shape"):
         estimate_swap_deltas(Ridge(), X, y, scale=np.ones((5, 4)), n_rounds=1)
 
@@ -252,7 +252,7 @@ def test_a_loose_solver_is_refused_by_the_influence_engines(cancer):
 def test_objectives_the_influence_engines_do_not_model_are_refused(cancer, model, match):
     X, y = cancer
     with pytest.raises(ValueError, match=match):
-        estimate_swap_deltas(model, X, y.astype(float), scale=np.ones(31), n_rounds=1, engine="influence")
+        estimate_swap_deltas(model, X, y.astype(float), scale=np.ones(31), n_rounds=1, engine="influence", random_state=0)
 
 
 def test_argument_errors(cancer):
@@ -260,13 +260,13 @@ def test_argument_errors(cancer):
     with pytest.raises(ValueError, match="engine"):
         estimate_swap_deltas(Ridge(), X, y, scale=np.ones(31), engine="magic")
     with pytest.raises(TypeError, match="register_smooth_loss"):
-        estimate_swap_deltas(Statistic("mean"), X, scale=np.ones(30), engine="newton")
+        estimate_swap_deltas(Statistic("mean"), X, scale=np.ones(30), engine="newton", random_state=0)
     with pytest.raises(ValueError, match="train_size"):
         estimate_swap_deltas(Ridge(), X, y, scale=np.ones(31), train_size=len(X))
     with pytest.raises(ValueError, match="C\\(120, 60\\)"):
-        estimate_swap_deltas(Ridge(), X, y, scale=np.ones(31), engine="exact")
+        estimate_swap_deltas(Ridge(), X, y, scale=np.ones(31), engine="exact", random_state=0)
     with pytest.raises(ValueError, match="pairs_per_target"):
-        estimate_swap_deltas(Ridge(), X, y, scale=np.ones(31), pairs_per_target=0)
+        estimate_swap_deltas(Ridge(), X, y, scale=np.ones(31), pairs_per_target=0, random_state=0)
 
 
 def test_results_do_not_depend_on_n_jobs_and_repeat_with_the_seed():
@@ -315,7 +315,7 @@ def test_register_smooth_loss_teaches_a_new_estimator_type():
 def test_exhaustive_pairs_and_itertools_agree_on_the_number_of_draws():
     # Each target has C(n-1, k) subsets D_out and k choices of e: every (D_out, e) once.
     X = np.arange(12.0).reshape(6, 2)
-    res = estimate_swap_deltas(Statistic("mean"), X, scale=np.ones(2), engine="exact")
+    res = estimate_swap_deltas(Statistic("mean"), X, scale=np.ones(2), engine="exact", random_state=0)
     assert res.distances.shape[1] * res.distances.shape[2] == sum(
         1 for c in itertools.combinations(range(5), 3) for _ in c
     )
@@ -336,7 +336,7 @@ def test_a_loss_whose_layout_does_not_match_the_adapter_is_refused():
     try:
         X, y = _ridge_data()
         with pytest.raises(ValueError, match="layout"):
-            estimate_swap_deltas(MyRidge(), X, y, scale=np.full(5, 0.1), n_rounds=1)
+            estimate_swap_deltas(MyRidge(), X, y, scale=np.full(5, 0.1), n_rounds=1, random_state=0)
         assert LossBlock._fields[:2] == ("index", "theta")
     finally:
         from skmip.sensitivity import losses

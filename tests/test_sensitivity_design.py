@@ -85,9 +85,9 @@ def test_design_shape_gives_a_rare_column_its_own_noise():
     X, y = _rare_column_data()
     k = len(X) // 2
     est = LogisticRegression(C=0.1, solver="newton-cholesky", tol=1e-12)
-    L = design_noise_factor(est, X, y, train_size=k)
+    L = design_noise_factor(est, X, y, train_size=k, random_state=0)
     assert np.allclose(L, np.tril(L)) and np.all(np.diag(L) > 0)
-    np.testing.assert_array_equal(L, design_noise_factor(est, X, y, train_size=k))  # deterministic
+    np.testing.assert_array_equal(L, design_noise_factor(est, X, y, train_size=k, random_state=0))  # deterministic
     from skmip.sensitivity import estimate_noise_factor
 
     F = estimate_noise_factor(est, X, y, train_size=k, n_subsets=128, random_state=0, polish=True)
@@ -119,13 +119,13 @@ def test_exact_audit_ridge_with_a_rare_record_and_the_designed_shape():
     X[0, 1] = 3.0  # one record alone holds the second feature
     y = X[:, 0] + 0.3 * rng.normal(size=n)
     model = Ridge(alpha=1.0)
-    L = design_noise_factor(model, X, y)
+    L = design_noise_factor(model, X, y, random_state=0)
 
     def fit(A, b):
         m = Ridge(alpha=1.0).fit(A, b)
         return np.r_[m.coef_.ravel(), m.intercept_]
 
-    res = estimate_swap_deltas(model, X, y, scale=L, engine="exact")
+    res = estimate_swap_deltas(model, X, y, scale=L, engine="exact", random_state=0)
     for eta in [0.1, 0.3]:
         cal = coupling_noise_scale(res.distances, eta, confidence=None)
         sampler, logpdf = _full_gaussian(cal.noise_scale * L)
@@ -178,8 +178,8 @@ def test_design_shares_follow_the_predicted_exposure():
 
     X, y = _rare_column_data()
     est = LogisticRegression(C=0.1)
-    L = design_noise_factor(est, X, y)
-    L2, shares = design_noise_factor(est, X, y, return_shares=True)
+    L = design_noise_factor(est, X, y, random_state=0)
+    L2, shares = design_noise_factor(est, X, y, return_shares=True, random_state=0)
     assert np.array_equal(L, L2)
     loss = get_smooth_loss(est)
     fitted = polish_to_minimiser(LogisticRegression(C=0.1).fit(X, y), X, y)
@@ -218,7 +218,7 @@ def test_wrapper_spends_alpha_by_the_design_shares(cancer, monkeypatch):
         MIPNoiseWrapper(LogisticRegression(C=0.1), noise_shape="full", n_splits=64, **kw).fit(X, y)
     design, full = seen
     _, expected = design_noise_factor(LogisticRegression(C=0.1), X, y, train_size=len(X) // 2,
-                                      return_shares=True)
+                                      return_shares=True, random_state=0)
     assert design.shape == (len(X),) and design.sum() == pytest.approx(1.0)
     assert np.max(np.abs(design - expected)) < 1e-6 * expected.max()
     assert full is None

@@ -26,8 +26,8 @@ def test_closed_form_equals_the_exact_enumeration(func, width):
     X = np.random.default_rng(1).normal(size=(10, 2))
     X[3] = X[7]  # a repeated row: grouped into one target of multiplicity 2
     scale = np.linspace(0.5, 2.0, width)
-    exact = estimate_swap_deltas(Statistic(func), X, scale=scale, engine="exact")
-    closed = estimate_swap_deltas(Statistic(func), X, scale=scale, engine="closed_form")
+    exact = estimate_swap_deltas(Statistic(func), X, scale=scale, engine="exact", random_state=0)
+    closed = estimate_swap_deltas(Statistic(func), X, scale=scale, engine="closed_form", random_state=0)
     assert closed.engine == "closed_form" and closed.exhaustive and closed.n_samples == 10
     assert closed.target_counts.tolist().count(2) == 1 and closed.train_fraction == 0.5
     phi = np.stack([Statistic(func).fit(x[None]).statistic_[np.triu_indices(2)] if func == "second_moment"
@@ -116,8 +116,8 @@ def test_weights_are_validated_and_need_confidence_none():
 def test_closed_form_refuses_statistics_that_are_not_means():
     X = np.random.default_rng(0).normal(size=(8, 2))
     with pytest.raises(TypeError, match="mean of per-row"):
-        estimate_swap_deltas(Statistic(np.median, kw_args={"axis": 0}), X, scale=np.ones(2), engine="closed_form")
-    assert math.isfinite(estimate_swap_deltas(Statistic(), X, scale=np.ones(2), engine="closed_form").distances.max())
+        estimate_swap_deltas(Statistic(np.median, kw_args={"axis": 0}), X, scale=np.ones(2), engine="closed_form", random_state=0)
+    assert math.isfinite(estimate_swap_deltas(Statistic(), X, scale=np.ones(2), engine="closed_form", random_state=0).distances.max())
 
 
 # --------------------------------------------------------------------------- exact audits

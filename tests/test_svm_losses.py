@@ -80,7 +80,7 @@ def test_rows_crossing_the_kink_are_approximated_and_the_calibration_tracks_refi
 def test_settings_outside_the_model_are_refused(iris, model, match):
     X, y = iris
     with pytest.raises(ValueError, match=match):
-        estimate_swap_deltas(model, X, y, scale=np.ones(15), n_rounds=1, engine="newton")
+        estimate_swap_deltas(model, X, y, scale=np.ones(15), n_rounds=1, engine="newton", random_state=0)
 
 
 def test_wrapper_auto_calibrates_it_by_coupling(iris):

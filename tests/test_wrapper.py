@@ -78,6 +78,7 @@ def test_noise_radius_follows_gamma_law():
     assert pvalue > 0.001
 
 
+@pytest.mark.os_entropy
 def test_fixed_seed_warns_and_none_draws_fresh_noise(cancer):
     X, y = cancer
     with pytest.warns(PrivacyWarning, match="subtract"):
@@ -110,7 +111,7 @@ def test_auto_falling_back_to_moments_says_so(cancer, estimator, supervised):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # ConvergenceWarning of the MLP
         with pytest.warns(PrivacyWarning, match=_MOMENTS_FALLBACK):
-            w = MIPNoiseWrapper(estimator, n_splits=4).fit(X, y if supervised else None)
+            w = MIPNoiseWrapper(estimator, n_splits=4, random_state=0).fit(X, y if supervised else None)
     assert w.method_ == "moments"
 
 
@@ -195,7 +196,7 @@ def test_bad_data_errors(cancer):
     with pytest.raises(ValueError, match="at least 4 training rows"):
         MIPNoiseWrapper(LogisticRegression(), method="moments", n_splits=4).fit(X[:5], y[:5])
     with pytest.raises(TypeError, match="params=\\["):
-        MIPNoiseWrapper(KNeighborsClassifier(), n_splits=4).fit(X, y)
+        MIPNoiseWrapper(KNeighborsClassifier(), n_splits=4, random_state=0).fit(X, y)
     y_rare = np.zeros(len(y), dtype=int)
     y_rare[0] = 1
     with pytest.raises(ValueError, match="class"):
@@ -265,7 +266,7 @@ def test_mip_noise_path_shares_sigma_and_draws_independent_noise(cancer):
 def test_laplace_radius_warns(cancer):
     X, y = cancer
     with pytest.warns(PrivacyWarning, match="[Ll]aplace"):
-        MIPNoiseWrapper(LogisticRegression(), method="moments", radius="laplace", n_splits=4).fit(X, y)
+        MIPNoiseWrapper(LogisticRegression(), method="moments", radius="laplace", n_splits=4, random_state=0).fit(X, y)
 
 
 def _check_instances():

@@ -40,7 +40,7 @@ def test_one_calibration_per_fold_and_one_for_the_refit(cancer, monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(skmip.sensitivity, "estimate_swap_deltas", counting)
-    search = MIPNoiseWrapperCV(LogisticRegression(C=0.1), etas=[0.2, 0.3, 0.4], cv=3, **FAST).fit(X, y)
+    search = MIPNoiseWrapperCV(LogisticRegression(C=0.1), etas=[0.2, 0.3, 0.4], cv=3, **FAST, random_state=0).fit(X, y)
     assert search.scores_.shape == (3, 3)
     # 3 folds of 160 training rows (a calibration each, for all 3 etas) + the refit on 240.
     assert sorted(calls) == [160, 160, 160, 240]
@@ -85,7 +85,7 @@ def test_refit_releases_a_wrapper_at_the_chosen_eta(cancer):
 
 def test_refit_false_releases_nothing(cancer):
     X, y = cancer
-    search = MIPNoiseWrapperCV(LogisticRegression(C=0.1), etas=[0.3], cv=2, refit=False, **FAST).fit(X, y)
+    search = MIPNoiseWrapperCV(LogisticRegression(C=0.1), etas=[0.3], cv=2, refit=False, **FAST, random_state=0).fit(X, y)
     assert search.scores_.shape == (2, 1) and search.eta_ == 0.3
     for name in ("best_estimator_", "estimator_", "mip_bound_"):
         assert not hasattr(search, name)
@@ -116,7 +116,7 @@ def test_selection_rules():
 
 def test_etas_are_sorted_and_deduplicated(cancer):
     X, y = cancer
-    search = MIPNoiseWrapperCV(LogisticRegression(C=0.1), etas=[0.4, 0.3, 0.4], cv=2, refit=False, **FAST)
+    search = MIPNoiseWrapperCV(LogisticRegression(C=0.1), etas=[0.4, 0.3, 0.4], cv=2, refit=False, **FAST, random_state=0)
     search.fit(X, y)
     np.testing.assert_array_equal(search.etas_, [0.3, 0.4])
     assert search.etas == [0.4, 0.3, 0.4]  # __init__'s argument is left as given
@@ -143,7 +143,7 @@ def test_bad_parameters_name_class_value_and_fix(cancer, params, error, match):
 
 def test_a_failed_fit_leaves_the_previous_fit_intact(cancer):
     X, y = cancer
-    search = MIPNoiseWrapperCV(LogisticRegression(C=0.1), etas=[0.3], cv=2, **FAST).fit(X, y)
+    search = MIPNoiseWrapperCV(LogisticRegression(C=0.1), etas=[0.3], cv=2, **FAST, random_state=0).fit(X, y)
     before = dict(vars(search))
     with pytest.raises(ValueError, match="no eta reaches min_score=2.0"):
         search.set_params(selection=2.0).fit(X, y)  # accuracy never reaches 2
@@ -152,6 +152,7 @@ def test_a_failed_fit_leaves_the_previous_fit_intact(cancer):
         assert vars(search)[name] is before[name]
 
 
+@pytest.mark.os_entropy
 def test_fixed_seed_warns_once_and_none_draws_fresh_noise(cancer):
     X, y = cancer
     with pytest.warns(PrivacyWarning) as record:
@@ -229,7 +230,7 @@ def test_scoring_is_used_for_the_folds_and_for_score(cancer):
 def test_verbose_prints_a_line_per_fold_and_the_refit(cancer, capsys):
     X, y = cancer
     MIPNoiseWrapperCV(LogisticRegression(C=0.1), etas=[0.3, 0.5], cv=2, method="moments", n_splits=4,
-                      verbose=1).fit(X, y)
+                      verbose=1, random_state=0).fit(X, y)
     out = capsys.readouterr().out.splitlines()
     # verbose=1 is the search's own progress; the calibrations print from verbose=2.
     assert len(out) == 3, out

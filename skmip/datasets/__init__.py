@@ -144,8 +144,12 @@ def _is_missing(cell: str) -> bool:
     return cell.strip().lower() in MISSING_TOKENS
 
 
-def load_csv(path: str, target: str, *, categorical=(), categories=None) -> Bunch:
+def load_csv(path: str, target: str, *, categorical=(), categories=None, n_samples=None,
+             random_state=0) -> Bunch:
     """Load a CSV file with a header row; ``target`` names the label column.
+
+    The delimiter (``,``, ``;`` or tab) is sniffed and a UTF-8 byte-order mark is dropped
+    (:func:`skmip.datasets.csv_rows.read_csv_rows`).
 
     Numeric columns are read as floats. A column of labels (strings) must be declared, and
     is then one-hot encoded with a public category list: read from the file
@@ -168,6 +172,12 @@ def load_csv(path: str, target: str, *, categorical=(), categories=None) -> Bunc
         Columns to one-hot encode with a category list you give (e.g. from a data
         dictionary): the encoding then does not depend on the file at all. A value outside
         the list is an error.
+    n_samples : int, default=None
+        Keep a uniformly random subset of this many rows, chosen while reading: memory is
+        bounded by the rows kept. ``None`` keeps all. Category lists read from the file
+        (``categorical``) are then those of the kept rows.
+    random_state : int, default=0
+        Seed of that subset (the choice of rows is not a privacy mechanism).
 
     Returns
     -------
@@ -183,8 +193,9 @@ def load_csv(path: str, target: str, *, categorical=(), categories=None) -> Bunc
         If the file does not exist.
     ValueError
         If the file is empty or malformed, a named column is missing, a label is missing,
-        an undeclared column is not numeric (the message names the column and row and the
-        two ways to declare it), or a value is outside its given category list.
+        undeclared columns are not numeric (the message names every such column, with a row
+        and value of each, and the two ways to declare them), or a value is outside its given
+        category list.
 
     Examples
     --------
@@ -197,19 +208,20 @@ def load_csv(path: str, target: str, *, categorical=(), categories=None) -> Bunc
     >>> d.data[2].tolist()
     [45.0, 0.0, 0.0]
     """
+    from skmip.datasets.csv_rows import read_csv_rows
+
     categories = {} if categories is None else {str(k): list(v) for k, v in categories.items()}
     categorical = [str(c) for c in categorical]
-    with open(path, newline="") as fh:
-        try:
-            rows = list(csv.reader(fh))
-        except csv.Error as exc:
-            raise ValueError(f"{path}: not a readable CSV file ({exc}).") from exc
-    rows = [r for r in rows if any(c.strip() for c in r)]
-    if len(rows) < 2:
-        raise ValueError(f"{path}: needs a header row and at least one data row; found {len(rows)} row(s).")
-    header = [h.strip() for h in rows[0]]
+    header, numbered, delimiter = read_csv_rows(path, n_samples=n_samples, random_state=random_state)
+    if header is None or not numbered:
+        found = 0 if header is None else 1
+        raise ValueError(f"{path}: needs a header row and at least one data row; found {found} row(s).")
+    header = [h.strip() for h in header]
     if target not in header:
-        raise ValueError(f"{path}: no column named {target!r}; columns are {header}. Pass --target COLUMN.")
+        raise ValueError(
+            f"{path}: no column named {target!r}; columns are {header} (delimiter {delimiter!r}). "
+            "Pass --target COLUMN."
+        )
     for name in [*categorical, *categories]:
         if name not in header or name == target:
             raise ValueError(
@@ -217,8 +229,10 @@ def load_csv(path: str, target: str, *, categorical=(), categories=None) -> Bunc
                 f"feature columns are {[h for h in header if h != target]}."
             )
     t = header.index(target)
-    body = rows[1:]
-    for i, row in enumerate(body, start=2):
+    lines = [line for line, _ in numbered]
+    body = [row for _, row in numbered]
+    del numbered
+    for i, row in zip(lines, body):
         if len(row) != len(header):
             raise ValueError(f"{path}: row {i} has {len(row)} fields but the header has {len(header)}.")
         if _is_missing(row[t]):
@@ -226,7 +240,7 @@ def load_csv(path: str, target: str, *, categorical=(), categories=None) -> Bunc
                 f"{path}: row {i} has no label in column {target!r}; drop unlabelled rows first "
                 "(a classifier cannot train or be scored on them)."
             )
-    blocks, names, used, missing = [], [], {}, {}
+    blocks, names, used, missing, text_columns = [], [], {}, {}, {}
     for j, name in enumerate(header):
         if j == t:
             continue
@@ -234,7 +248,7 @@ def load_csv(path: str, target: str, *, categorical=(), categories=None) -> Bunc
         if name in categories or name in categorical:
             if name in categories:
                 cats = [str(c) for c in categories[name]]
-                for i, c in enumerate(cells, start=2):
+                for i, c in zip(lines, cells):
                     if not _is_missing(c) and c not in cats:
                         raise ValueError(
                             f"{path}: column {name!r} row {i} has the value {c!r}, which is not in its "
@@ -259,22 +273,36 @@ def load_csv(path: str, target: str, *, categorical=(), categories=None) -> Bunc
             try:
                 column[i] = float(c)
             except ValueError:
-                raise ValueError(
-                    f"{path}: column {name!r} row {i + 2} is not numeric ({c!r}). If it holds "
-                    f"categories, declare it: --categorical {name} (one-hot, categories read from the "
-                    f"file) or --categories {name}=A,B,... (one-hot, your public list); in Python "
-                    f"load_csv(..., categorical=[{name!r}]) or categories={{{name!r}: [...]}}."
-                ) from None
+                text_columns[name] = (lines[i], c)  # reported with every other such column
+                break
+        if name in text_columns:
+            continue
         if not np.isfinite(column[~np.isnan(column)]).all():
             raise ValueError(f"{path}: column {name!r} holds infinite values; replace them first.")
         if np.isnan(column).any():
             missing[name] = int(np.isnan(column).sum())
         blocks.append(column[:, None])
         names.append(name)
+    if text_columns:
+        raise _undeclared_text_columns(path, text_columns)
     labels = [row[t].strip() for row in body]
     _, y = np.unique(labels, return_inverse=True)
     data = np.hstack(blocks) if blocks else np.empty((len(body), 0))
     return Bunch(
         data=data, target=y, feature_names=names, target_names=sorted(set(labels)),
         description=f"CSV file {path}", categories=used, missing=missing,
+    )
+
+
+def _undeclared_text_columns(path, text_columns):
+    """One error naming every column that holds text but was not declared categorical."""
+    names = list(text_columns)
+    where = ", ".join(f"{n!r} (row {line}: {value!r})" for n, (line, value) in text_columns.items())
+    read = " ".join(f"--categorical {n}" for n in names)
+    given = " ".join(f"--categories {n}=A,B,..." for n in names)
+    return ValueError(
+        f"{path}: {len(names)} column(s) are not numeric: {where}. If they hold categories, "
+        f"declare them: {read} (one-hot, categories read from the file) or {given} (one-hot, "
+        f"your public lists); in Python load_csv(..., categorical={names!r}) or "
+        "categories={COLUMN: [...]}."
     )

@@ -14,6 +14,8 @@ from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from skmip._validation import check_predict_input
+
 
 def _released_has(attr):
     """Delegate only when the released (or, before ``fit``, the wrapped) estimator has ``attr``.
@@ -37,37 +39,37 @@ class ReleasedModelMixin:
     @available_if(_released_has("predict"))
     def predict(self, X):
         """Predict with the noised estimator."""
-        check_is_fitted(self)
+        X = check_predict_input(self, X)
         return self.estimator_.predict(X)
 
     @available_if(_released_has("predict_proba"))
     def predict_proba(self, X):
         """Class probabilities of the noised estimator."""
-        check_is_fitted(self)
+        X = check_predict_input(self, X)
         return self.estimator_.predict_proba(X)
 
     @available_if(_released_has("predict_log_proba"))
     def predict_log_proba(self, X):
         """Log class probabilities of the noised estimator."""
-        check_is_fitted(self)
+        X = check_predict_input(self, X)
         return self.estimator_.predict_log_proba(X)
 
     @available_if(_released_has("decision_function"))
     def decision_function(self, X):
         """Decision function of the noised estimator."""
-        check_is_fitted(self)
+        X = check_predict_input(self, X)
         return self.estimator_.decision_function(X)
 
     @available_if(_released_has("transform"))
     def transform(self, X):
         """Transform with the noised estimator."""
-        check_is_fitted(self)
+        X = check_predict_input(self, X)
         return self.estimator_.transform(X)
 
     @available_if(_released_has("score"))
     def score(self, X, y=None, **kwargs):
         """The noised estimator's own ``score``."""
-        check_is_fitted(self)
+        X = check_predict_input(self, X)
         if y is None:
             return self.estimator_.score(X, **kwargs)
         return self.estimator_.score(X, y, **kwargs)
@@ -75,7 +77,7 @@ class ReleasedModelMixin:
     @available_if(_released_has("score_samples"))
     def score_samples(self, X):
         """Per-sample scores (e.g. log-likelihoods) of the noised estimator."""
-        check_is_fitted(self)
+        X = check_predict_input(self, X)
         return self.estimator_.score_samples(X)
 
     @available_if(_released_has("sample"))

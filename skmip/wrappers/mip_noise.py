@@ -13,7 +13,6 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.utils import _safe_indexing, get_tags
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from skmip._random import draw_seed, fix_inner_random_state, resolve_rng
@@ -23,8 +22,13 @@ from skmip._validation import (
     check_eta,
     check_int,
     check_interval,
+    check_class_labels,
+    check_magnitude,
     check_moment,
+    check_n_jobs,
     check_option,
+    check_sample_weight,
+    input_errors,
 )
 from skmip.exceptions import PrivacyWarning, check_privacy_seed
 from skmip.params import get_adapter
@@ -337,6 +341,7 @@ def validate_calibration_params(obj, owner):
     check_option(owner, "noise_shape", obj.noise_shape, _NOISE_SHAPES)
     check_option(owner, "radius", obj.radius, ("gamma", "laplace"))
     check_option(owner, "sigma_from", obj.sigma_from, ("dataset", "train"))
+    check_n_jobs(owner, obj.n_jobs)
 
 
 def _resolve_shape(noise_shape, method, smooth):
@@ -360,8 +365,9 @@ def _log(wrapper, message):
         print(f"[{_OWNER}] {message}", flush=True)
 
 
-def validate_input(wrapper, X, y):
-    """Validate ``X`` (and ``y``) as the wrapped estimator accepts them.
+def validate_input(wrapper, X, y, fit_params=None):
+    """Validate ``X`` (and ``y``, and ``fit_params["sample_weight"]``) as the wrapped estimator
+    accepts them, with values whose squares sum without overflow (:func:`check_magnitude`).
 
     Returns ``(X, y, probe)``: ``probe`` is a shallow copy of ``wrapper`` on which
     ``validate_data`` recorded ``n_features_in_`` (and ``feature_names_in_``), because nothing
@@ -372,27 +378,27 @@ def validate_input(wrapper, X, y):
     probe = copy.copy(wrapper)
     accept_sparse = ["csr", "csc"] if inner_tags.input_tags.sparse else False
     dtype = None if (inner_tags.input_tags.string or inner_tags.input_tags.categorical) else "numeric"
-    if supervised:
-        X, y = validate_data(
-            probe, X, y, reset=True, accept_sparse=accept_sparse, ensure_all_finite=True,
-            dtype=dtype, multi_output=True,
-        )
-    else:
-        X = validate_data(
-            probe, X, reset=True, accept_sparse=accept_sparse, ensure_all_finite=True, dtype=dtype
-        )
+    owner = type(wrapper).__name__
+    with input_errors(owner):
+        if supervised:
+            X, y = validate_data(
+                probe, X, y, reset=True, accept_sparse=accept_sparse, ensure_all_finite=True,
+                dtype=dtype, multi_output=True,
+            )
+        else:
+            X = validate_data(
+                probe, X, reset=True, accept_sparse=accept_sparse, ensure_all_finite=True,
+                dtype=dtype,
+            )
+    check_magnitude(owner, X)
+    check_sample_weight(owner, fit_params or {}, X.shape[0])
     return X, y, probe
 
 
 def check_classes(wrapper, y):
-    """A classifier's targets: valid class labels, at least two of them."""
+    """A classifier wrapper's targets: valid class labels, at least two of them."""
     if is_classifier(wrapper):
-        check_classification_targets(y)
-        if np.unique(y).size < 2:
-            raise ValueError(
-                f"{type(wrapper).__name__}: y has only one class ({np.unique(y)[0]!r}); a "
-                "classifier needs at least 2 classes to train."
-            )
+        check_class_labels(type(wrapper).__name__, y)
 
 
 def _fit_path(wrapper, X, y, etas, fit_params):
@@ -406,7 +412,7 @@ def _fit_path(wrapper, X, y, etas, fit_params):
     wrapper._validate_hyperparameters()
     for eta in etas:
         check_eta(_OWNER, eta)
-    X, y, probe = validate_input(wrapper, X, y)
+    X, y, probe = validate_input(wrapper, X, y, fit_params)
     n = X.shape[0]
     n_train = n if wrapper.train_size == 1.0 else int(round(wrapper.train_size * n))
     min_rows = 4
@@ -500,6 +506,14 @@ def _fit_path(wrapper, X, y, etas, fit_params):
             n_jobs=wrapper.n_jobs, verbose=max(0, wrapper.verbose - 1), fit_params=sigma_fit_params,
         )
 
+    if np.all(sigma == 0):
+        raise ValueError(
+            f"{_OWNER}: none of the {sigma.size} parameters varied over the random subsets of "
+            f"{split_size} rows (sigma = 0 everywhere): the {type(estimator).__name__} fit did not "
+            "depend on the data, so releasing it would release its starting point, not a model. "
+            "A solver that stops at once does this, e.g. LogisticRegression on features of huge "
+            "magnitude: standardize X, check that the estimator converges on D, or raise n_splits."
+        )
     if np.any(sigma == 0):
         warnings.warn(
             f"{_OWNER}: {int(np.sum(sigma == 0))} of {sigma.size} parameters did not vary over "

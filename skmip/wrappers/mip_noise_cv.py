@@ -21,7 +21,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from skmip._random import draw_seed, resolve_rng
 from skmip._rows import subset_fit_params
-from skmip._validation import check_eta, check_interval
+from skmip._validation import check_cv_folds, check_eta, check_interval
 from skmip.exceptions import PrivacyWarning, check_privacy_seed
 from skmip.wrappers._delegate import ReleasedModelMixin, _released_has
 from skmip.wrappers.mip_noise import (
@@ -304,9 +304,10 @@ see MIPNoiseWrapper
         etas = self._validate_hyperparameters()
         check_privacy_seed(_OWNER, self.random_state)
         template = self._wrapper(float(etas[0]), None)
-        X, y, probe = validate_input(self, X, y)
+        X, y, probe = validate_input(self, X, y, fit_params)
         check_classes(self, y)
         n = X.shape[0]
+        check_cv_folds(_OWNER, self.cv, y, n, is_classifier(self.estimator))
         cv = check_cv(self.cv, y, classifier=is_classifier(self.estimator))
         scorer = check_scoring(template, scoring=self.scoring)
         folds = list(cv.split(X, y, groups))
