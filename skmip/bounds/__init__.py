@@ -38,3 +38,8 @@ __all__ += list(_empirical_all)
 from .betting import betting_mean_upper  # noqa: E402,F401
 
 __all__ += ["betting_mean_upper"]
+
+from .accounting import *  # noqa: E402,F401,F403
+from .accounting import __all__ as _accounting_all  # noqa: E402
+
+__all__ += list(_accounting_all)

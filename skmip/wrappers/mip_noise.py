@@ -16,7 +16,7 @@ from sklearn.utils import _safe_indexing, get_tags
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from skmip._random import draw_seed, fix_inner_random_state, resolve_rng
+from skmip._random import draw_seed, fix_inner_random_state, resolve_rng, spawn_generators
 from skmip._rows import fit_on_rows, n_rows, subset_fit_params
 from skmip._threads import single_threaded_blas
 from skmip._validation import (
@@ -414,9 +414,9 @@ def _fit_path(wrapper, X, y, etas, fit_params):
     rng = resolve_rng(wrapper.random_state)
     inner_seed = draw_seed(rng)
     train_rows = np.sort(rng.choice(n, size=n_train, replace=False)) if n_train < n else None
-    sigma_seed = draw_seed(rng)
-    coupling_seed = draw_seed(rng)
-    noise_rngs = [np.random.default_rng(draw_seed(rng)) for _ in etas]
+    # Calibration and noise streams are spawned children of the root: full entropy, never
+    # an int seed (an int32 seed of the noise can be enumerated and the noise subtracted).
+    sigma_seed, coupling_seed, *noise_rngs = spawn_generators(rng, 2 + len(etas))
 
     estimator = fix_inner_random_state(clone(wrapper.estimator), inner_seed)
     adapter = get_adapter(estimator, wrapper.params)
