@@ -100,17 +100,17 @@ class SeededNetMixin:
         finally:
             del self._data_generator_, self._loader_generator_
 
-    def _prepare_y(self, y, n_rows, continuing):
+    def _prepare_y(self, y, n_rows, continuing, partial=False):
         """Targets as the module needs them (classifiers encode labels); the identity here."""
         return y, None
 
-    def _validated(self, X, y, continuing):
+    def _validated(self, X, y, continuing, partial=False):
         """Check ``X`` and ``y`` before any state changes (a failed fit keeps the old net)."""
         owner = type(self).__name__
         width = getattr(self, "n_features_in_", None) if continuing else None
         X = check_net_X(owner, X, n_features=width, estimator=self)
         n_rows = X.shape[0] if isinstance(X, (np.ndarray, torch.Tensor)) else None
-        y, labels = (y, None) if y is None else self._prepare_y(y, n_rows, continuing)
+        y, labels = (y, None) if y is None else self._prepare_y(y, n_rows, continuing, partial)
         return X, y, labels
 
     def _record_fitted_input(self, X, labels, reset):
@@ -132,7 +132,7 @@ class SeededNetMixin:
 
     def partial_fit(self, X, y=None, classes=None, **fit_params):
         """Continue training, seeded by ``random_state`` and the epochs already run."""
-        X, y, labels = self._validated(X, y, continuing=getattr(self, "initialized_", False))
+        X, y, labels = self._validated(X, y, continuing=getattr(self, "initialized_", False), partial=True)
         with self._seed_scope(False):
             super().partial_fit(X, y, classes=classes, **fit_params)
         self._record_fitted_input(X, labels, reset=False)
@@ -250,7 +250,7 @@ class NeuralNetClassifier(SeededNetMixin, skorch.NeuralNetClassifier):
         super().__init__(module, *args, criterion=criterion, train_split=train_split, **kwargs)
         self.random_state = random_state
 
-    def _prepare_y(self, y, n_rows, continuing):
+    def _prepare_y(self, y, n_rows, continuing, partial=False):
         """Check the labels; non-index labels (strings, negative or float) become class indices.
 
         Non-negative integer labels are passed as they are (skorch's convention: they are
@@ -259,7 +259,7 @@ class NeuralNetClassifier(SeededNetMixin, skorch.NeuralNetClassifier):
         original labels.
         """
         owner = type(self).__name__
-        labels, codes = check_net_y(owner, y, n_rows, classes=self.classes)
+        labels, codes = check_net_y(owner, y, n_rows, classes=self.classes, min_classes=1 if partial else 2)
         arr = y.detach().cpu().numpy() if isinstance(y, torch.Tensor) else np.asarray(y)
         if arr.dtype.kind in "iu" and labels.min() >= 0:
             return y, None

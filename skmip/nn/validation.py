@@ -83,7 +83,7 @@ def check_net_X(owner: str, X, *, n_features: int | None = None, estimator=None)
     return X
 
 
-def check_net_y(owner: str, y, n_rows: int | None, *, classes=None):
+def check_net_y(owner: str, y, n_rows: int | None, *, classes=None, min_classes: int = 2):
     """Classification targets: consistent length, no NaN, at least two classes (unless ``classes``).
 
     Parameters
@@ -96,6 +96,9 @@ def check_net_y(owner: str, y, n_rows: int | None, *, classes=None):
         Rows of ``X`` (``None``: not checked).
     classes : array-like or None, default=None
         The net's ``classes`` parameter; when given, a ``y`` with fewer classes is allowed.
+    min_classes : int, default=2
+        Distinct labels ``y`` needs when ``classes`` is None (1 for ``partial_fit``, whose
+        batches may hold one class).
 
     Returns
     -------
@@ -122,13 +125,16 @@ def check_net_y(owner: str, y, n_rows: int | None, *, classes=None):
         raise ValueError(f"{owner}: y has 0 labels; a net needs at least one labelled row.")
     if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
         raise ValueError(f"{owner}: y contains NaN or infinity. Pass class labels (integers or strings).")
-    check_classification_targets(y)
-    if n_rows is not None:
-        check_consistent_length(np.empty(n_rows), y)
+    try:
+        check_classification_targets(y)
+        if n_rows is not None:
+            check_consistent_length(np.empty(n_rows), y)
+    except ValueError as exc:
+        raise ValueError(f"{owner}: {exc} Pass one class label per row of X.") from None
     labels, codes = np.unique(y, return_inverse=True)
-    if classes is None and labels.size < 2:
+    if classes is None and labels.size < min_classes:
         raise ValueError(
-            f"{owner}: y has only one class ({labels[0]!r}); a classifier needs at least 2 classes to "
+            f"{owner}: y has only one class ({labels.tolist()[0]!r}); a classifier needs at least 2 classes to "
             "train. Pass rows of every class, or the full label set as classes=[...]."
         )
     return labels, codes.astype(np.int64)
