@@ -354,9 +354,9 @@ def dpsgd_noise_multiplier(epsilon, delta, sample_rate, n_steps, *, sampling="po
 
     Notes
     -----
-    Bisection on a coarse grid (fast; epsilon decreases in sigma), then the answer is
-    checked with :func:`dpsgd_epsilon` at ``discretization`` and raised by 0.1% steps
-    until it passes, so the guarantee never rests on the coarse grid.
+    Bisection on a coarse grid (fast; epsilon decreases in sigma), then a second bisection
+    on the reported grid around its answer, so the guarantee never rests on the coarse grid
+    and the result is within 0.1% of the smallest passing sigma.
 
     References
     ----------
@@ -387,6 +387,15 @@ def dpsgd_noise_multiplier(epsilon, delta, sample_rate, n_steps, *, sampling="po
     while hi - lo > 1e-3 * hi:
         mid = 0.5 * (lo + hi)
         lo, hi = (lo, mid) if eps(mid, _SEARCH_DISCRETIZATION) <= target else (mid, hi)
-    while eps(hi, float(discretization)) > target:
-        hi *= 1.001
+    # The coarse grid is pessimistic, so the fine answer lies at or below hi: bracket it
+    # on the fine grid and bisect again (a few evaluations).
+    fine = float(discretization)
+    while eps(hi, fine) > target:
+        lo, hi = hi, hi * 1.01
+    lo = hi / 1.05
+    while lo > 0 and eps(lo, fine) <= target:
+        hi, lo = lo, lo / 1.05
+    while hi - lo > 1e-3 * hi:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if eps(mid, fine) <= target else (mid, hi)
     return float(hi)

@@ -185,6 +185,8 @@ def profile_to_mip(tv):
 def mip_to_dp_epsilon(eta, delta=0.0):
     r"""The epsilon at which (epsilon, delta)-DP promises exactly eta-MIP (Theorem 4 inverted).
 
+    The epsilon is a replace-one guarantee, as Theorem 4 needs (see :func:`dp_to_mip`).
+
     Solves :math:`\eta = \delta + (1-\delta)/(1+e^{-\epsilon}) - 1/2` for epsilon:
     :math:`\epsilon = \log\frac{1+2\eta'}{1-2\eta'}` with
     :math:`\eta' = (\eta - \delta/2)/(1-\delta)`. ``eta = 0.5`` gives ``inf``.

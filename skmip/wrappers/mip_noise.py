@@ -414,9 +414,13 @@ def _fit_path(wrapper, X, y, etas, fit_params):
     rng = resolve_rng(wrapper.random_state)
     inner_seed = draw_seed(rng)
     train_rows = np.sort(rng.choice(n, size=n_train, replace=False)) if n_train < n else None
-    # Calibration and noise streams are spawned children of the root: full entropy, never
-    # an int seed (an int32 seed of the noise can be enumerated and the noise subtracted).
-    sigma_seed, coupling_seed, *noise_rngs = spawn_generators(rng, 2 + len(etas))
+    # The calibration's subset choices take learner-style seeds (per-round seeds keep
+    # parallel runs reproducible; they pick row positions, never the noise). The noise
+    # streams are spawned children of the root: full entropy, never an int seed (an int32
+    # seed of the noise can be enumerated and the noise subtracted).
+    sigma_seed = draw_seed(rng)
+    coupling_seed = draw_seed(rng)
+    noise_rngs = spawn_generators(rng, len(etas))
 
     estimator = fix_inner_random_state(clone(wrapper.estimator), inner_seed)
     adapter = get_adapter(estimator, wrapper.params)
