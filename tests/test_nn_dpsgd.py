@@ -171,6 +171,8 @@ def test_default_rng_warns_once_that_it_is_not_cryptographic(data, monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyWarning)
         make(max_epochs=1, random_state=None).fit(X, y)  # once per process
+    with pytest.warns(PrivacyWarning, match="DPSGDLogisticRegression: .*not a cryptographically secure"):
+        DPSGDLogisticRegression(noise_multiplier=1.0, max_epochs=1).fit(X, y)
 
 
 @pytest.mark.parametrize(

@@ -607,15 +607,16 @@ class DPSGDLogisticRegression(ClassifierMixin, BaseEstimator):
             random_state=self.random_state, verbose=0,
         )
         net._owner_ = owner  # its messages name the class the user called
+        if self.random_state is None and not self.secure_mode:
+            # Before the inner fit, whose own (silenced) call then finds it already shown.
+            from skmip.exceptions import warn_not_cryptographic
+
+            warn_not_cryptographic(owner)
         with warnings.catch_warnings():
             # The PrivacyWarning about a fixed seed is raised once, here, not by the inner net.
             warnings.simplefilter("ignore")
             net.fit(X.astype(np.float32), codes)
         check_privacy_seed(owner, self.random_state)
-        if self.random_state is None and not self.secure_mode:
-            from skmip.exceptions import warn_not_cryptographic
-
-            warn_not_cryptographic(owner)
         W = net.module_.output.weight.detach().cpu().double().numpy()
         b = net.module_.output.bias.detach().cpu().double().numpy()
         if not (np.all(np.isfinite(W)) and np.all(np.isfinite(b))):
