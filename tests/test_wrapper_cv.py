@@ -14,7 +14,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import skmip.sensitivity
 from skmip import MIPNoiseWrapper, MIPNoiseWrapperCV, PrivacyWarning, mip_noise_path
-from skmip._random import resolve_rng, spawn_generators
+from skmip._random import draw_seed, resolve_rng
 from skmip.wrappers.mip_noise_cv import _cv_results, _select
 
 
@@ -53,8 +53,8 @@ def test_scores_are_the_folds_paths_scored(cancer):
     etas = [0.2, 0.3]
     cv = KFold(3, shuffle=True, random_state=0)
     search = MIPNoiseWrapperCV(LogisticRegression(C=0.1), etas=etas, cv=cv, random_state=7, **FAST).fit(X, y)
-    # Spawned children of the root (full entropy, no int seeds): three folds, then the refit.
-    seeds = spawn_generators(resolve_rng(7), 4)[:3]
+    rng = resolve_rng(7)
+    seeds = [draw_seed(rng) for _ in range(3)]
     for i, (train, test) in enumerate(cv.split(X, y)):
         path = mip_noise_path(LogisticRegression(C=0.1), X[train], y[train], etas=etas,
                               random_state=seeds[i], **FAST)

@@ -366,7 +366,7 @@ def dpsgd_noise_multiplier(epsilon, delta, sample_rate, n_steps, *, sampling="po
     --------
     >>> s = dpsgd_noise_multiplier(2.0, 1e-5, 0.01, 1000)
     >>> bool(dpsgd_epsilon(s, 0.01, 1000, 1e-5) <= 2.0), round(s, 2)
-    (True, 0.98)
+    (True, 0.96)
     """
     owner = "dpsgd_noise_multiplier"
     target = check_interval(owner, "epsilon", epsilon, 0, None, closed="neither")

@@ -19,7 +19,7 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from skmip._random import resolve_rng, spawn_generators
+from skmip._random import draw_seed, resolve_rng
 from skmip._rows import subset_fit_params
 from skmip._validation import check_eta, check_interval
 from skmip.exceptions import PrivacyWarning, check_privacy_seed
@@ -315,7 +315,12 @@ see MIPNoiseWrapper
         if self.random_state is None:
             fold_states, refit_state = [None] * len(folds), None
         else:
-            *fold_states, refit_state = spawn_generators(resolve_rng(self.random_state), len(folds) + 1)
+            # A fixed random_state already voids the guarantee (and warns): its folds keep
+            # learner-style seeds, reproducible as before. None above gives every fold's
+            # noise (and the refit's) full OS entropy.
+            rng = resolve_rng(self.random_state)
+            fold_states = [draw_seed(rng) for _ in folds]
+            refit_state = draw_seed(rng)
 
         scores = np.empty((len(folds), etas.size))
         for i, ((train, test), state) in enumerate(zip(folds, fold_states)):
