@@ -2,6 +2,18 @@
 
 One ``random_state`` per estimator, resolved once in ``fit``; child seeds drawn up front;
 never the global numpy RNG.
+
+Two kinds of randomness, kept apart:
+
+* **Release randomness** (which rows form D_train, the privacy noise, DP-SGD's batches,
+  a synthesizer's noise and samples): drawn from generators that carry the full entropy of
+  their root ``SeedSequence`` (128 bits of OS entropy when ``random_state=None``). Child
+  streams come from :func:`spawn_generators` (``SeedSequence.spawn``), never through an
+  integer seed: a 31-bit seed can be enumerated (2^31 candidates, tens of core-hours) and
+  the noise subtracted.
+* **Learner seeds** (:func:`draw_seed`, :func:`fix_inner_random_state`): integers that make
+  a learner deterministic given its data, as scikit-learn's ``random_state`` needs. They
+  never seed a release's noise.
 """
 
 from __future__ import annotations
@@ -10,7 +22,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["resolve_rng", "draw_seed", "fix_inner_random_state"]
+__all__ = ["resolve_rng", "spawn_generators", "draw_seed", "fix_inner_random_state"]
 
 
 def resolve_rng(random_state) -> np.random.Generator:
@@ -23,7 +35,8 @@ def resolve_rng(random_state) -> np.random.Generator:
     if isinstance(random_state, np.random.Generator):
         return random_state
     if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(np.iinfo(np.int32).max))
+        # 128 bits from the user's (already seeded, so reproducible) RandomState.
+        return np.random.default_rng(random_state.randint(0, 2**32, size=4, dtype=np.uint64).tolist())
     if random_state is None or isinstance(random_state, (numbers.Integral, np.random.SeedSequence)):
         return np.random.default_rng(random_state)
     raise TypeError(
@@ -31,8 +44,29 @@ def resolve_rng(random_state) -> np.random.Generator:
     )
 
 
+def spawn_generators(rng: np.random.Generator, n: int) -> list[np.random.Generator]:
+    """``n`` independent child generators of ``rng`` with its full entropy (``SeedSequence.spawn``).
+
+    The children's streams depend on ``rng``'s seed sequence (all of its entropy) and on a
+    spawn counter, not on a draw from ``rng``: for ``random_state=None`` each child carries
+    the 128 bits of OS entropy of the root. Use them for every draw that reaches a release.
+
+    Examples
+    --------
+    >>> a, b = spawn_generators(resolve_rng(0), 2)
+    >>> c, _ = spawn_generators(resolve_rng(0), 2)
+    >>> bool(a.random() == c.random()), a.bit_generator.seed_seq.spawn_key
+    (True, (0,))
+    """
+    return list(rng.spawn(int(n)))
+
+
 def draw_seed(rng: np.random.Generator) -> int:
-    """An integer seed for a child computation (fits in int32, as scikit-learn requires)."""
+    """An integer seed for a learner (fits in int32, as scikit-learn requires).
+
+    Only for making a learner deterministic given its data; never for the randomness of a
+    release (use :func:`spawn_generators`).
+    """
     return int(rng.integers(np.iinfo(np.int32).max))
 
 

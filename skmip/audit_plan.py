@@ -449,7 +449,7 @@ def plan_rows(specs_and_defenses, options, n_features, n_classes, n_rows):
                 bound = float(1.0 - gaussian_tradeoff(FPR, mu))
                 rows.append(AuditRow(
                     spec.name, f"GMIP noisy SGD mu={mu:g}", "gmip", make,
-                    f"mu-GMIP, mu={mu:g}: TPR <= Phi(Phi^-1(FPR) + {mu:g}) = {bound:.3f} at 1% FPR, "
+                    f"mu-GMIP (a CLT approximation, not a bound), mu={mu:g}: TPR ~ Phi(Phi^-1(FPR) + {mu:g}) = {bound:.3f} at 1% FPR, "
                     f"accuracy <= {0.5 + eta:.3g} (Leemann et al. Def. 4.3, Thm 4.2)",
                     eta=eta, mu=mu, promised_tpr=bound,
                 ))
@@ -464,14 +464,15 @@ def plan_rows(specs_and_defenses, options, n_features, n_classes, n_rows):
                 def fitted(model, eps=eps):
                     eta = float(model.mip_bound_)
                     promise = (
-                        f"({eps:g}, {model.delta_:.1e})-DP (Abadi et al., RDP accountant) => eta-MIP, "
-                        f"eta={eta:.3f}: TPR <= FPR + {2 * eta:.3f} (Izzo et al. Thm 4)"
+                        f"({eps:g}, {model.delta_:.1e})-DP add/remove (Abadi et al., PLD accountant); "
+                        f"eta-MIP with eta = replace-one TV/2 = {eta:.3f} (PLD; Izzo et al. Def. 1, "
+                        f"skmip.bounds.profile_to_mip): TPR <= FPR + {2 * eta:.3f}"
                     )
                     return promise, eta, float(mip_tpr_bound(FPR, eta))
 
                 rows.append(AuditRow(
                     spec.name, f"DP-SGD eps={eps:g}", "dp-sgd", make,
-                    f"({eps:g}, delta)-DP (Abadi et al.) => eta-MIP with eta = dp_to_mip(eps, delta)",
+                    f"({eps:g}, delta)-DP (Abadi et al.) => eta-MIP with eta = replace-one TV/2 (PLD accountant)",
                     fitted_promise=fitted,
                 ))
     return rows, skipped

@@ -16,7 +16,7 @@ from sklearn.datasets import load_breast_cancer  # noqa: E402
 from sklearn.model_selection import GridSearchCV  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 
-from skmip.bounds import gdp_mu, gdp_noise_multiplier, gmip_mu  # noqa: E402
+from skmip.bounds import dpsgd_epsilon, dpsgd_eta, gdp_mu, gdp_noise_multiplier, gdp_to_dp, gmip_mu  # noqa: E402
 from skmip.exceptions import PrivacyWarning  # noqa: E402
 from skmip.nn import DPNeuralNetClassifier, DPSGDLogisticRegression, MLPModule  # noqa: E402
 
@@ -50,7 +50,7 @@ def test_poisson_sampling_rate_is_the_accounted_rate(data):
     X, y = data
     n, B, epochs = len(X), 32, 4
     sizes = BatchSizes()
-    net = make(max_epochs=epochs, callbacks=[("sizes", sizes)]).fit(X, y)
+    net = make(max_epochs=epochs, callbacks=[("sizes", sizes)], accountant="rdp").fit(X, y)
     q = B / n
     steps_per_epoch = int(1 / q)  # Opacus' UniformWithReplacementSampler
     assert net.sample_rate_ == q
@@ -77,6 +77,20 @@ def test_noise_is_calibrated_to_epsilon(data):
     ref.history = [(net.noise_multiplier_, net.sample_rate_, net.n_steps_)]
     assert net.epsilon_ == pytest.approx(ref.get_epsilon(delta=net.delta_))
     assert net.mip_bound_ < 0.5 and net.mu_ is None
+
+
+def test_pld_accountant_is_the_default_and_rigorous(data):
+    X, y = data
+    net = make(noise_multiplier=None, epsilon=2.0).fit(X, y)
+    assert net.accountant_ is None  # the PLD accountant of skmip.bounds
+    q, T, d = net.sample_rate_, net.n_steps_, net.delta_
+    assert net.epsilon_ == dpsgd_epsilon(net.noise_multiplier_, q, T, d) <= 2.0
+    # Calibrated to within 0.1% of sigma: a slightly smaller sigma already overshoots.
+    assert dpsgd_epsilon(net.noise_multiplier_ / 1.002, q, T, d) > 2.0 - 0.05
+    # Replace-one: at least the add/remove epsilon; eta from the replace-one profile.
+    assert net.epsilon_replace_one_ >= net.epsilon_
+    assert net.mip_bound_ == dpsgd_eta(net.noise_multiplier_, q, T)
+    assert net.epsilon_clt_ is None and net.mip_bound_clt_ is None
 
 
 def test_prv_accountant(data):
@@ -144,7 +158,21 @@ def test_fixed_seed_warns(data):
         make(max_epochs=1).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyWarning)
+        make(max_epochs=1, random_state=None, secure_mode=True).fit(X, y)
+
+
+def test_default_rng_warns_once_that_it_is_not_cryptographic(data, monkeypatch):
+    from skmip import exceptions
+
+    monkeypatch.setattr(exceptions, "_WARNED_NOT_CRYPTOGRAPHIC", set())
+    X, y = data
+    with pytest.warns(PrivacyWarning, match="not a cryptographically secure generator.*secure_mode=True"):
         make(max_epochs=1, random_state=None).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyWarning)
+        make(max_epochs=1, random_state=None).fit(X, y)  # once per process
+    with pytest.warns(PrivacyWarning, match="DPSGDLogisticRegression: .*not a cryptographically secure"):
+        DPSGDLogisticRegression(noise_multiplier=1.0, max_epochs=1).fit(X, y)
 
 
 @pytest.mark.parametrize(
@@ -165,16 +193,22 @@ def test_errors(data, kw, match):
         make(**kw).fit(X, y)
 
 
-def test_secure_mode_passes_through(data):
+def test_secure_mode_draws_batches_and_noise_from_os_random(data, monkeypatch):
+    """secure_mode=True works without torchcsprng: every draw goes through os.urandom."""
+    import os
+
+    from skmip import os_random
+
     X, y = data
-    try:
-        import torchcsprng  # noqa: F401
-    except ImportError:
-        with pytest.raises(ImportError, match="torchcsprng"):
-            make(secure_mode=True, random_state=None).fit(X, y)
-    else:  # pragma: no cover
-        net = make(secure_mode=True, random_state=None).fit(X, y)
-        assert net.n_steps_ > 0
+    calls = []
+    real = os.urandom
+    monkeypatch.setattr(os_random.os, "urandom", lambda k: calls.append(k) or real(k))
+    net = make(secure_mode=True, random_state=None, max_epochs=1).fit(X, y)
+    assert net.n_steps_ > 0 and np.isfinite(net.epsilon_)
+    d = sum(p.numel() for p in net.module_.parameters())
+    # Per step: n uniforms for the Poisson batch (8 bytes each) and, per parameter,
+    # 2 x 4 uniforms for the four summed Box-Muller normals.
+    assert sum(calls) == net.n_steps_ * 8 * (len(X) + 8 * d)
 
 
 def test_gdp_and_gmip_modes(data):
@@ -185,10 +219,19 @@ def test_gdp_and_gmip_modes(data):
     gdp = make(privacy="gdp", mu=1.0, noise_multiplier=None).fit(X, y)
     assert gdp.noise_multiplier_ == pytest.approx(gdp_noise_multiplier(1.0, B, n, T))
     assert gdp.mu_ == pytest.approx(1.0, rel=1e-6) and gdp.n_steps_ == T
+    # The printed epsilon is the rigorous replace-one one; the CLT value is kept, smaller.
+    sigma = gdp.noise_multiplier_
+    assert gdp.epsilon_ == gdp.epsilon_replace_one_ == dpsgd_epsilon(
+        sigma, B / n, T, gdp.delta_, sampling="fixed", adjacency="replace_one")
+    assert gdp.epsilon_clt_ == pytest.approx(gdp_to_dp(gdp.mu_, gdp.delta_))
+    assert gdp.epsilon_clt_ < gdp.epsilon_
+    assert gdp.mip_bound_ == dpsgd_eta(sigma, B / n, T, sampling="fixed")
     # Above the no-noise level of Eqs. 9-10, GMIP needs no noise at all.
     free = gmip_mu(0.0, B, n, T, d=d)
     gmip = make(privacy="gmip", mu=free * 1.01, noise_multiplier=None).fit(X, y)
     assert gmip.noise_multiplier_ == 0.0 and gmip.mu_ == pytest.approx(free)
+    # Without noise nothing rigorous is left: the CLT GMIP figure is not printed as eta.
+    assert gmip.epsilon_ == np.inf and gmip.mip_bound_ == 0.5 and gmip.mip_bound_clt_ is not None
     # Below it, never more noise than GDP (GDP implies GMIP, Theorem 4.2).
     low = make(privacy="gmip", mu=0.5, noise_multiplier=None).fit(X, y)
     assert 0 < low.noise_multiplier_ <= gdp_noise_multiplier(0.5, B, n, T) + 1e-9
@@ -260,4 +303,4 @@ def test_cuda_dp_fit_is_seeded(data):
     b = make(device="cuda").fit(X, y)
     assert a.module_.output.weight.is_cuda
     assert torch.equal(a.module_.output.weight, b.module_.output.weight)
-    assert a.accountant_.history == b.accountant_.history
+    assert a.epsilon_ == b.epsilon_

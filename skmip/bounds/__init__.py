@@ -9,6 +9,20 @@ estimators and the scorer use. One submodule per paper or idea:
 - :mod:`skmip.bounds.subsampling` — Thudi et al. (MI positive accuracy under subsampling + DP, unlearning).
 - :mod:`skmip.bounds.coupling` — the coupling bound on the MIP level of Gaussian noise, with confidence.
 - :mod:`skmip.bounds.betting` — confidence bounds on bounded means by betting (Waudby-Smith & Ramdas).
+- :mod:`skmip.bounds.accounting` — rigorous DP-SGD accounting (privacy loss distributions).
+
+Neighbouring relations (each docstring says which one its theorem needs):
+
+- **replace-one** (same size, one record replaced): Izzo et al.'s Theorem 4
+  (:func:`dp_to_mip`, :func:`mip_to_dp_epsilon`), :func:`profile_to_mip`, f-MIP/GMIP and
+  the GDP side of Leemann et al. (:mod:`skmip.bounds.gmip`), :func:`dpsgd_eta`;
+- **add/remove-one**: Thudi et al.'s Theorem 3.3 and Section 5
+  (:mod:`skmip.bounds.subsampling`), :func:`dp_epsilon_lower_bound`;
+- **either, as asked**: :func:`dpsgd_epsilon`, :func:`dpsgd_delta`,
+  :func:`dpsgd_noise_multiplier`; :func:`gdp_to_dp` and :func:`dp_to_gdp_mu` convert within
+  one relation;
+- **no DP at all**: the MIP noise constant (Corollary 10) and the coupling bound speak of
+  Definition 1 directly.
 """
 
 from .mip import *  # noqa: F401,F403
@@ -38,3 +52,8 @@ __all__ += list(_empirical_all)
 from .betting import betting_mean_upper  # noqa: E402,F401
 
 __all__ += ["betting_mean_upper"]
+
+from .accounting import *  # noqa: E402,F401,F403
+from .accounting import __all__ as _accounting_all  # noqa: E402
+
+__all__ += list(_accounting_all)

@@ -17,6 +17,7 @@ from ._common import scalar_or_array as _out
 __all__ = [
     "mip_noise_constant",
     "dp_to_mip",
+    "profile_to_mip",
     "mip_to_dp_epsilon",
     "mip_tpr_bound",
     "mip_accuracy_bound",
@@ -92,7 +93,14 @@ def dp_to_mip(epsilon, delta=0.0):
     Notes
     -----
     Theorem 4; the bound is tight (the randomized-response mechanism attains it), which is
-    why Figure 1 uses it to place DP and MIP on the same axis. Computed with
+    why Figure 1 uses it to place DP and MIP on the same axis.
+
+    **Adjacency.** Theorem 4 is proved for *replace-one* neighbours (datasets of the same
+    size differing in one record): ``epsilon`` and ``delta`` must be a replace-one guarantee.
+    An add/remove epsilon does not suffice: ``M(D) = #{x*} - #{others} + Lap(1)`` is
+    add/remove 1-DP (replace-one 2-DP) and reaches eta = 0.316 > ``dp_to_mip(1)`` = 0.231.
+    When the whole privacy profile is known (an accountant), :func:`profile_to_mip` of the
+    replace-one delta at epsilon = 0 is smaller and exact. Computed with
     ``scipy.special.expit`` so large epsilon saturates at :math:`1/2` without overflow.
 
     References
@@ -117,8 +125,67 @@ def dp_to_mip(epsilon, delta=0.0):
     return _out(delta + (1.0 - delta) * expit(epsilon) - 0.5)
 
 
+def profile_to_mip(tv):
+    r"""The MIP level of a mechanism whose replace-one neighbours are within total variation ``tv``.
+
+    :math:`\eta = \mathrm{TV}/2`, where :math:`\mathrm{TV} = \sup_{D \simeq D'} \mathrm{TV}(M(D),
+    M(D')) = \delta_{\mathrm{replace}}(0)`, the replace-one privacy profile at epsilon = 0.
+
+    Parameters
+    ----------
+    tv : float or array_like
+        Bound on the total variation between the outputs on any two datasets of the same
+        size that differ in one record, in [0, 1].
+
+    Returns
+    -------
+    float or ndarray
+        eta in [0, 0.5] such that the mechanism is eta-MIP (Izzo et al., Definition 1).
+
+    Notes
+    -----
+    *Proof.* Definition 1 draws D_train uniformly among the k-subsets of D and asks whether
+    x* is in it. Couple the two worlds: from a uniform k-subset S containing x*, replace x*
+    by a uniform element of D outside S; the result S' is a uniform k-subset not containing
+    x*, and (S, S') are replace-one neighbours. The release's law given "in" is the mixture
+    of M(S), given "out" the same mixture of M(S'); total variation is jointly convex, so
+    the two laws are within :math:`t = \mathrm{TV}`. With prior :math:`p = k/n \ge 1/2` the
+    best attacker is right with probability :math:`\int \max(p f_{in}, (1-p) f_{out}) = p +
+    \int ((1-p) f_{out} - p f_{in})_+ \le p + (1-p)\,t \le p + t/2` (symmetrically for
+    :math:`p < 1/2`), which is Definition 1 with :math:`\eta = t/2`. The bound is attained
+    when the worst pair is realised by the data (randomized response on a one-record
+    difference). Izzo et al.'s Theorem 4 is the special case :math:`t \le \delta +
+    (1-\delta)\tanh(\epsilon/2)` that (epsilon, delta)-DP alone implies, so this is never
+    larger than :func:`dp_to_mip` of any point of the same profile.
+
+    References
+    ----------
+    Izzo et al., Definition 1, Theorem 4 (this bound refines it); Kairouz, Oh & Viswanath,
+    "The Composition Theorem for Differential Privacy", ICML 2015 (hockey-stick divergence
+    at epsilon = 0 is total variation).
+
+    Examples
+    --------
+    Randomized response with epsilon = 1 has total variation tanh(1/2): the bound equals
+    Theorem 4's, which is tight there.
+
+    >>> import numpy as np
+    >>> round(profile_to_mip(np.tanh(0.5)), 4), round(dp_to_mip(1.0), 4)
+    (0.2311, 0.2311)
+    """
+    tv = np.asarray(tv, dtype=np.float64)
+    if np.any(~((tv >= 0) & (tv <= 1))):
+        raise ValueError(
+            f"profile_to_mip: tv must be in [0, 1]; got {tv.tolist()!r}. It is a total variation "
+            "distance (the replace-one delta at epsilon = 0)."
+        )
+    return _out(tv / 2.0)
+
+
 def mip_to_dp_epsilon(eta, delta=0.0):
     r"""The epsilon at which (epsilon, delta)-DP promises exactly eta-MIP (Theorem 4 inverted).
+
+    The epsilon is a replace-one guarantee, as Theorem 4 needs (see :func:`dp_to_mip`).
 
     Solves :math:`\eta = \delta + (1-\delta)/(1+e^{-\epsilon}) - 1/2` for epsilon:
     :math:`\epsilon = \log\frac{1+2\eta'}{1-2\eta'}` with

@@ -17,9 +17,10 @@ Contents
 - :func:`per_sample_gradients`, :func:`sgd_step_gradients`, :func:`glir_audit` —
   per-example gradients with ``torch.func`` and GLiR audits of one or k SGD steps
   (Leemann et al., Algorithm 1) (:mod:`skmip.nn.grads`).
-- :class:`DPNeuralNetClassifier`, :class:`DPSGDLogisticRegression` — DP-SGD with Opacus,
-  Poisson sampling and an RDP/PRV accountant; ``privacy="gmip"`` calibrates the noise to
-  mu-GMIP (Leemann et al.) instead (:mod:`skmip.nn.dpsgd`).
+- :class:`DPNeuralNetClassifier`, :class:`DPSGDLogisticRegression` — DP-SGD (Opacus'
+  clipping), Poisson sampling and a rigorous PLD accountant (``dp_accounting``), noise and
+  batches from full OS entropy or ``os.urandom``; ``privacy="gmip"`` calibrates the noise
+  to mu-GMIP (Leemann et al.) instead (:mod:`skmip.nn.dpsgd`).
 - :class:`PrivateHeadClassifier` — a linear softmax head solved exactly on a frozen
   (public) torch backbone: a GLM on fixed features, so :class:`skmip.wrappers.MIPNoiseWrapper`
   noises only the head, calibrated by the coupling bound (:mod:`skmip.nn.head`).
@@ -30,7 +31,9 @@ from __future__ import annotations
 import importlib.util
 
 # find_spec, not import: opacus takes seconds to import and is only needed by fit.
-_MISSING = [name for name in ("torch", "skorch", "opacus") if importlib.util.find_spec(name) is None]
+_MISSING = [
+    name for name in ("torch", "skorch", "opacus", "dp_accounting") if importlib.util.find_spec(name) is None
+]
 if _MISSING:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         f"skmip.nn needs {', '.join(_MISSING)}, which is not installed. Install the optional "

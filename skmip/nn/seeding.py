@@ -44,6 +44,7 @@ from skmip.params import get_adapter
 # use them without importing this module: seeding -> ensemble -> seeds, one way.
 from .ensemble import ensemble_vectors
 from .seeds import EpochPermutationSampler, fit_seeds, seeded_torch
+from .validation import check_net_X, check_net_y
 
 __all__ = [
     "SeededNetMixin",
@@ -99,16 +100,43 @@ class SeededNetMixin:
         finally:
             del self._data_generator_, self._loader_generator_
 
+    def _prepare_y(self, y, n_rows, continuing, partial=False):
+        """Targets as the module needs them (classifiers encode labels); the identity here."""
+        return y, None
+
+    def _validated(self, X, y, continuing, partial=False):
+        """Check ``X`` and ``y`` before any state changes (a failed fit keeps the old net)."""
+        owner = type(self).__name__
+        width = getattr(self, "n_features_in_", None) if continuing else None
+        X = check_net_X(owner, X, n_features=width, estimator=self)
+        n_rows = X.shape[0] if isinstance(X, (np.ndarray, torch.Tensor)) else None
+        y, labels = (y, None) if y is None else self._prepare_y(y, n_rows, continuing, partial)
+        return X, y, labels
+
+    def _record_fitted_input(self, X, labels, reset):
+        if isinstance(X, (np.ndarray, torch.Tensor)) and X.ndim > 1:
+            self.n_features_in_ = int(X.shape[1])
+        if labels is not None:
+            self.labels_ = labels
+        elif reset:
+            self.__dict__.pop("labels_", None)
+
     def fit(self, X, y=None, **fit_params):
         """Initialise (unless ``warm_start``) and train, seeded by ``random_state``."""
         resets = not self.warm_start or not getattr(self, "initialized_", False)
+        X, y, labels = self._validated(X, y, continuing=not resets)
         with self._seed_scope(resets):
-            return super().fit(X, y, **fit_params)
+            super().fit(X, y, **fit_params)
+        self._record_fitted_input(X, labels, reset=resets)
+        return self
 
     def partial_fit(self, X, y=None, classes=None, **fit_params):
         """Continue training, seeded by ``random_state`` and the epochs already run."""
+        X, y, labels = self._validated(X, y, continuing=getattr(self, "initialized_", False), partial=True)
         with self._seed_scope(False):
-            return super().partial_fit(X, y, classes=classes, **fit_params)
+            super().partial_fit(X, y, classes=classes, **fit_params)
+        self._record_fitted_input(X, labels, reset=False)
+        return self
 
     def fit_subsets(self, X, y, subsets, *, adapter=None):
         """Parameter vectors of clones of this net fitted on each row subset.
@@ -145,6 +173,9 @@ class SeededNetMixin:
         return np.stack(out)
 
     def get_dataset(self, X, y=None):
+        if self._data_generator_ is None and getattr(self, "n_features_in_", None) is not None:
+            # Inference (fit validates its own input first): same checks and width as fit.
+            X = check_net_X(type(self).__name__, X, n_features=self.n_features_in_, estimator=self)
         return super().get_dataset(_as_float32(X), y)
 
     def get_iterator(self, dataset, training=False):
@@ -218,6 +249,42 @@ class NeuralNetClassifier(SeededNetMixin, skorch.NeuralNetClassifier):
     ):
         super().__init__(module, *args, criterion=criterion, train_split=train_split, **kwargs)
         self.random_state = random_state
+
+    def _prepare_y(self, y, n_rows, continuing, partial=False):
+        """Check the labels; non-index labels (strings, negative or float) become class indices.
+
+        Non-negative integer labels are passed as they are (skorch's convention: they are
+        the class indices). Others are encoded by their sorted order, learned by ``fit``
+        and reused by ``partial_fit``; :attr:`classes_` and :meth:`predict` speak the
+        original labels.
+        """
+        owner = type(self).__name__
+        labels, codes = check_net_y(owner, y, n_rows, classes=self.classes, min_classes=1 if partial else 2)
+        arr = y.detach().cpu().numpy() if isinstance(y, torch.Tensor) else np.asarray(y)
+        if arr.dtype.kind in "iu" and labels.min() >= 0:
+            return y, None
+        known = getattr(self, "labels_", None) if continuing else None
+        if known is not None:
+            idx = np.searchsorted(known, labels)
+            if np.any(idx >= known.size) or np.any(known[np.minimum(idx, known.size - 1)] != labels):
+                raise ValueError(
+                    f"{owner}: y has labels {np.setdiff1d(labels, known).tolist()} not seen in fit "
+                    f"({known.tolist()}). Refit with every label, or pass integer class indices."
+                )
+            codes = idx[codes]
+            labels = known
+        return codes, labels
+
+    @property
+    def classes_(self):
+        labels = self.__dict__.get("labels_")
+        return labels if labels is not None and self.classes is None else super().classes_
+
+    def predict(self, X):
+        """Most probable class, in the labels given to ``fit``."""
+        index = super().predict(X)
+        labels = self.__dict__.get("labels_")
+        return index if labels is None else labels[index]
 
 
 class NeuralNetRegressor(SeededNetMixin, skorch.NeuralNetRegressor):

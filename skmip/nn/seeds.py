@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from sklearn.utils import check_random_state
 
-__all__ = ["fit_seeds", "seeded_torch", "EpochPermutationSampler"]
+__all__ = ["fit_seeds", "release_generator", "seeded_torch", "EpochPermutationSampler"]
 
 
 def fit_seeds(random_state, offset: int = 0) -> tuple[int, int, int]:
@@ -52,6 +52,44 @@ def fit_seeds(random_state, offset: int = 0) -> tuple[int, int, int]:
         seq = np.random.SeedSequence(rng.randint(0, 2**32 - 1, size=4, dtype=np.uint64).tolist())
     init_seed, data_seed, loader_seed = (int(s) for s in seq.generate_state(3, dtype=np.uint32))
     return init_seed, data_seed, loader_seed
+
+
+def release_generator(random_state, offset: int = 0) -> np.random.Generator:
+    """The generator of one training call's *release* randomness (DP-SGD batches and noise).
+
+    Unlike :func:`fit_seeds`, which hands out 32-bit integers to make a learner
+    deterministic, this keeps the full entropy of the seed sequence: ``None`` gives 128
+    bits of fresh OS entropy, never narrowed to an integer seed.
+
+    Parameters
+    ----------
+    random_state : None, int or numpy.random.RandomState
+        The net's ``random_state``.
+    offset : int, default=0
+        Steps already trained (so successive ``partial_fit`` calls do not repeat draws).
+
+    Returns
+    -------
+    numpy.random.Generator
+        A PCG64 generator whose seed sequence carries the entropy of ``random_state``
+        (its spawn key keeps it apart from :func:`fit_seeds`' stream).
+
+    Examples
+    --------
+    >>> g = release_generator(None)
+    >>> g.bit_generator.seed_seq.entropy.bit_length() > 64
+    True
+    >>> release_generator(0).random() == release_generator(0).random()
+    True
+    """
+    if random_state is None:
+        seq = np.random.SeedSequence(spawn_key=(1,))
+    elif isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        seq = np.random.SeedSequence([int(random_state), int(offset)], spawn_key=(1,))
+    else:
+        rng = check_random_state(random_state)
+        seq = np.random.SeedSequence(rng.randint(0, 2**32 - 1, size=4, dtype=np.uint64).tolist(), spawn_key=(1,))
+    return np.random.Generator(np.random.PCG64(seq))
 
 
 @contextlib.contextmanager

@@ -15,7 +15,7 @@ from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.utils import _safe_indexing, get_tags
 from sklearn.utils.validation import validate_data
 
-from skmip._random import draw_seed, fix_inner_random_state, resolve_rng
+from skmip._random import draw_seed, fix_inner_random_state, resolve_rng, spawn_generators
 from skmip._rows import fit_on_rows, n_rows, subset_fit_params
 from skmip._threads import single_threaded_blas
 from skmip._validation import (
@@ -428,9 +428,13 @@ def _fit_path(wrapper, X, y, etas, fit_params):
     rng = resolve_rng(wrapper.random_state)
     inner_seed = draw_seed(rng)
     train_rows = np.sort(rng.choice(n, size=n_train, replace=False)) if n_train < n else None
+    # The calibration's subset choices take learner-style seeds (per-round seeds keep
+    # parallel runs reproducible; they pick row positions, never the noise). The noise
+    # streams are spawned children of the root: full entropy, never an int seed (an int32
+    # seed of the noise can be enumerated and the noise subtracted).
     sigma_seed = draw_seed(rng)
     coupling_seed = draw_seed(rng)
-    noise_rngs = [np.random.default_rng(draw_seed(rng)) for _ in etas]
+    noise_rngs = spawn_generators(rng, len(etas))
 
     estimator = fix_inner_random_state(clone(wrapper.estimator), inner_seed)
     adapter = get_adapter(estimator, wrapper.params)

@@ -316,6 +316,9 @@ see MIPNoiseWrapper
         if self.random_state is None:
             fold_states, refit_state = [None] * len(folds), None
         else:
+            # A fixed random_state already voids the guarantee (and warns): its folds keep
+            # learner-style seeds, reproducible as before. None above gives every fold's
+            # noise (and the refit's) full OS entropy.
             rng = resolve_rng(self.random_state)
             fold_states = [draw_seed(rng) for _ in folds]
             refit_state = draw_seed(rng)
