@@ -6,6 +6,7 @@ noise calibrated by the coupling bound on the swap sensitivity (``method="coupli
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import warnings
 
@@ -26,7 +27,12 @@ from skmip._validation import (
     check_moment,
     check_option,
 )
-from skmip.exceptions import PrivacyWarning, check_privacy_seed, warn_no_promise_on_given_subset
+from skmip.exceptions import (
+    MissingClassError,
+    PrivacyWarning,
+    check_privacy_seed,
+    warn_no_promise_on_given_subset,
+)
 from skmip.params import get_adapter
 from skmip.sensitivity import get_smooth_loss
 from skmip.wrappers._delegate import ReleasedModelMixin
@@ -306,7 +312,7 @@ class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
         TypeError
             If no parameter adapter understands the estimator.
         """
-        with single_threaded_blas():
+        with single_threaded_blas(), _explain_missing_class(self):
             (fitted,) = _fit_path(self, X, y, [self.eta], fit_params)
         # Only now, with everything computed, replace any previous fitted state.
         for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
@@ -361,6 +367,26 @@ def _resolve_shape(noise_shape, method, smooth):
             "noise_shape='full' or 'auto'."
         )
     return noise_shape
+
+
+@contextlib.contextmanager
+def _explain_missing_class(wrapper):
+    """Say, in the wrapper's terms, why a calibration subset lacking a class stops the fit."""
+    try:
+        yield
+    except MissingClassError as exc:
+        if wrapper.train_size == 1.0:
+            fix = ("Pass more rows of each class: with train_size=1.0 the subsets are halves of "
+                   "the data given to fit.")
+        else:
+            fix = ("Pass more rows of each class or a larger train_size (the subsets have the "
+                   "size of D_train, round(train_size * n_samples) rows).")
+        raise MissingClassError(
+            f"{_OWNER}: the noise is calibrated over random subsets of {exc.subset_size} of the "
+            f"{exc.n_samples} rows (train_size={wrapper.train_size}), and a classifier needs every "
+            f"class in each; one lacked class(es) {exc.missing}. {fix} Detail: {exc}",
+            missing=exc.missing, subset_size=exc.subset_size, n_samples=exc.n_samples,
+        ) from None
 
 
 def _log(wrapper, message):
@@ -648,7 +674,7 @@ def mip_noise_path(estimator, X, y=None, *, etas, fit_params=None, **wrapper_par
     if not etas:
         raise ValueError("mip_noise_path: etas must contain at least one value in (0, 0.5].")
     template = MIPNoiseWrapper(estimator, **wrapper_params)
-    with single_threaded_blas():
+    with single_threaded_blas(), _explain_missing_class(template):
         fitted = _fit_path(template, X, y, etas, fit_params or {})
     wrappers = []
     for eta, attrs in zip(etas, fitted):
