@@ -1,7 +1,8 @@
 """MIPNoiseWrapper: coupling vs moments (Corollary 10) vs the non-private model.
 
 Breast cancer, logistic regression, eta = 0.1: the coupling calibration adds far less noise
-than Corollary 10 for the same promise (attack accuracy <= 1/2 + eta).
+than Corollary 10 for the same promise (attack accuracy <= max(k/n, 1-k/n) + eta, which is
+1/2 + eta here: k = n/2).
 """
 import warnings
 

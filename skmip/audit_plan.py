@@ -363,6 +363,15 @@ def _noisy_sgd_base(spec, est, d, k):
     )
 
 
+def _mip_promise_text(eta, n_train, n_samples):
+    """The MIP row's promise column: Definition 1's sentence (one source,
+    :func:`skmip.bounds.mip_promise`) and the ROC line the game checks (k = n/2 there)."""
+    from skmip.bounds import mip_promise
+
+    return (f"eta-MIP, eta={eta:g}: {mip_promise(eta, n_train, n_samples)}, TPR <= FPR + {2 * eta:.3g} "
+            "in the half-pool game (Izzo et al. Def. 1, Thm 8 corrected)")
+
+
 def plan_rows(specs_and_defenses, options, n_features, n_classes, n_rows):
     """The rows of the run and the skipped (estimator, defense) pairs.
 
@@ -405,11 +414,17 @@ def plan_rows(specs_and_defenses, options, n_features, n_classes, n_rows):
                             n_rounds=options.n_rounds, random_state=None,
                         )
 
+                    def fitted(model, n=n_rows):
+                        # The promise of the model fitted for utility on the n pool rows, with
+                        # its own k (Definition 1's prior max(k/n, 1-k/n); 1/2 only for even n).
+                        eta = float(model.mip_bound_)
+                        return _mip_promise_text(eta, model.n_train_, n), eta, float(mip_tpr_bound(FPR, eta))
+
+                    k_planned = int(round(0.5 * n_rows))  # MIPNoiseWrapper's default train_size
                     rows.append(AuditRow(
                         spec.name, f"MIP eta={eta:g}", "mip", make,
-                        f"eta-MIP, eta={eta:g}: accuracy <= {0.5 + eta:.3g}, TPR <= FPR + {2 * eta:.3g} "
-                        "(Izzo et al. Def. 1, Thm 8 corrected)",
-                        eta=eta, promised_tpr=float(mip_tpr_bound(FPR, eta)),
+                        _mip_promise_text(eta, k_planned, n_rows),
+                        eta=eta, promised_tpr=float(mip_tpr_bound(FPR, eta)), fitted_promise=fitted,
                     ))
         if "subsampled-dp" in asked:
             learner, what = _dp_learner(spec, est, d, k, options.sampling_rate, n_rows)

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-__all__ = ["PrivacyWarning", "check_privacy_seed", "warn_not_cryptographic"]
+__all__ = [
+    "PrivacyWarning",
+    "MissingClassError",
+    "check_privacy_seed",
+    "warn_not_cryptographic",
+    "warn_no_promise_on_given_subset",
+]
 
 
 class PrivacyWarning(UserWarning):
@@ -13,6 +19,62 @@ class PrivacyWarning(UserWarning):
     so the released parameters are no more private than the un-noised ones.
     Fixed seeds are right for tests and reproducible experiments, never for a release.
     """
+
+
+class MissingClassError(ValueError):
+    """A random subset drawn to calibrate a classifier's noise lacks a class of ``y``.
+
+    A classifier fitted without some class has a different parameter layout (scikit-learn
+    fits only the classes it sees), so the spread or the swap distances over subsets cannot be
+    measured. Raised before any fit where the subsets are known up front.
+
+    Attributes
+    ----------
+    missing : list
+        The absent class labels.
+    subset_size : int
+        Rows in the subset.
+    n_samples : int
+        Rows of the data the subset was drawn from.
+    """
+
+    def __init__(self, message, *, missing, subset_size, n_samples):
+        super().__init__(message)
+        self.missing = list(missing)
+        self.subset_size = int(subset_size)
+        self.n_samples = int(n_samples)
+
+
+def check_subset_classes(owner, y, subsets, *, what, fix):
+    """Raise :class:`MissingClassError` if a subset of rows lacks a class of ``y``.
+
+    Parameters
+    ----------
+    owner : str
+        First word of the message (the function or class).
+    y : array_like of shape (n_samples,) or (n_samples, n_outputs)
+        Class labels of the whole data.
+    subsets : iterable of (label, rows)
+        ``label`` names the subset in the message ("round 3", "split 1 of 16").
+    what, fix : str
+        What the subsets are for, and the fix to name.
+    """
+    import numpy as np
+
+    y = np.asarray(y)
+    columns = y.reshape(y.shape[0], -1)
+    classes = [np.unique(columns[:, j]) for j in range(columns.shape[1])]
+    for label, rows in subsets:
+        for j, labels in enumerate(classes):
+            missing = np.setdiff1d(labels, columns[rows, j])
+            if missing.size:
+                where = "" if columns.shape[1] == 1 else f" (output {j})"
+                raise MissingClassError(
+                    f"{owner}: {label} ({len(rows)} of {y.shape[0]} rows) has no sample of "
+                    f"class(es) {missing.tolist()}{where}, so its classifier would have a different "
+                    f"parameter layout (the subset is drawn at random {what}). {fix}",
+                    missing=missing.tolist(), subset_size=len(rows), n_samples=y.shape[0],
+                )
 
 
 def check_privacy_seed(owner: str, random_state) -> None:
@@ -59,4 +121,41 @@ def warn_not_cryptographic(owner: str) -> None:
         "(draws from os.urandom, hardened against floating-point attacks). Shown once per process.",
         PrivacyWarning,
         stacklevel=4,
+    )
+
+
+#: The start of :func:`warn_no_promise_on_given_subset`'s message (for filters that keep
+#: one warning per fit when an estimator fits another that would warn again).
+NO_PROMISE_MESSAGE = "train_size=1.0 prints no Definition-1 promise"
+
+
+def warn_no_promise_on_given_subset(owner: str, derived: str) -> None:
+    """Warn that ``train_size=1.0`` promises nothing, and say why (one wording for all).
+
+    With ``train_size=1.0`` the data passed to ``fit`` is ``D_train`` itself and the whole
+    dataset D it was drawn from is unknown. Definition 1 (Izzo et al.) covers only what is
+    fixed given D; here ``derived`` (the noise scale, shape, domains, structure ...) is
+    computed from ``D_train`` and released with, or through, the model, so it is inside the
+    attacker's signal and no theorem bounds what it reveals. The estimator then sets
+    ``mip_bound_ = None``.
+
+    Parameters
+    ----------
+    owner : str
+        The class name, first word of the message.
+    derived : str
+        What the estimator computes from the data in this mode, in words.
+    """
+    import warnings
+
+    warnings.warn(
+        f"{owner}: {NO_PROMISE_MESSAGE} (mip_bound_ = None). In this mode the data passed to fit "
+        f"is D_train itself, and {derived} are computed from it: they are functions of D_train, "
+        "not of a fixed dataset D, so they can reveal which records D_train holds and no "
+        "theorem bounds the attacker's accuracy. The noise is still calibrated to eta on halves "
+        "of the data (target_eta_), which an audit can test, but it is not a guarantee. To "
+        "release with a promise, pass the whole dataset D and train_size < 1 (e.g. 0.5): "
+        "D_train is then drawn inside fit and everything else is computed from D.",
+        PrivacyWarning,
+        stacklevel=3,
     )

@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from skmip._random import resolve_rng
 from skmip._validation import check_eta, check_int, check_interval, input_errors
-from skmip.exceptions import check_privacy_seed
+from skmip.exceptions import check_privacy_seed, warn_no_promise_on_given_subset
 
 __all__ = ["MIPMarginalSynthesizer", "DPMarginalSynthesizer", "chow_liu_tree"]
 
@@ -392,13 +392,15 @@ class MIPMarginalSynthesizer(_MarginalSynthesizer):
     on the MIP level meets eta -- computed exactly, not estimated. The tables are then
     made non-negative and consistent, and ``sample`` draws records along the tree of
     tables. An attacker holding any record of the data cannot tell whether it was in
-    ``D_train`` with accuracy above ``1/2 + eta`` (Definition 1), whatever they do with the
-    tables or the samples (post-processing, Theorem 3).
+    ``D_train`` with accuracy above ``max(k/n, 1-k/n) + eta`` (Definition 1; ``1/2 + eta``
+    when ``k = n/2``; :func:`skmip.bounds.mip_promise`), whatever they do with the tables
+    or the samples (post-processing, Theorem 3).
 
     Parameters
     ----------
     eta : float, default=0.1
-        Promised bound on the attacker's accuracy advantage over 1/2, in (0, 0.5].
+        Promised bound on the attacker's accuracy advantage over the prior
+        ``max(k/n, 1-k/n)`` (Definition 1), in (0, 0.5].
     marginals : "tree" or list, default="tree"
         Which tables to release. ``"tree"``: the 2-way marginals of the Chow-Liu tree
         (:func:`chow_liu_tree`) of the whole dataset D; with a ``label``, the tree of the
@@ -413,7 +415,12 @@ class MIPMarginalSynthesizer(_MarginalSynthesizer):
     train_size : float, default=0.5
         Fraction of the rows drawn at random into ``D_train``; ``1.0`` means the data passed
         to ``fit`` already is the random training subset (the calibration then takes halves
-        of it as D, as :class:`~skmip.MIPNoiseWrapper` does).
+        of it as D, as :class:`~skmip.MIPNoiseWrapper` does). The category lists
+        (``categories_``), the Chow-Liu tree (``marginals_``) and the noise scale are then
+        computed from ``D_train`` itself and released: a record whose value is unique in
+        the population is a member exactly when its value is in ``categories_``. This mode
+        therefore **promises nothing**: ``mip_bound_`` is ``None`` and ``fit`` emits a
+        :class:`~skmip.exceptions.PrivacyWarning`.
     random_state : None, int, numpy Generator or RandomState, default=None
         Source of ``D_train`` and the noise. ``None`` draws fresh OS entropy, the only
         setting under which the noise is secret; a fixed value emits a
@@ -437,8 +444,11 @@ class MIPMarginalSynthesizer(_MarginalSynthesizer):
         The coupling bound on the MIP level at ``noise_scale_`` (equal to eta up to
         root-finding precision). It is the bound itself, computed exactly over every swap
         partner of every record of D: no confidence level enters.
-    mip_bound_ : float
-        The promised eta.
+    mip_bound_ : float or None
+        The promised eta: membership accuracy at most ``max(k/n, 1-k/n) + mip_bound_``
+        (:func:`skmip.bounds.mip_promise`). ``None`` with ``train_size=1.0``: no promise.
+    target_eta_ : float
+        The eta the noise was calibrated to (``mip_bound_`` when there is a promise).
     n_train_ : int
         Number of rows in ``D_train``.
     n_features_in_ : int
@@ -461,6 +471,8 @@ class MIPMarginalSynthesizer(_MarginalSynthesizer):
     (Definition 1 is about membership in ``D_train`` given D). They are released, so they
     reveal something about D itself; pass ``marginals`` as a list chosen from public
     knowledge (or the same list for every dataset) when D's structure must stay private.
+    With ``train_size=1.0`` the data given to ``fit`` is ``D_train``, so the same lists,
+    tree and noise scale are functions of ``D_train``: no promise is stated then.
 
     *Post-processing* (Theorem 3): the consensus of the 1-way laws, the least-squares move
     of each table to them, clipping, iterative proportional fitting and sampling use the
@@ -528,13 +540,21 @@ class MIPMarginalSynthesizer(_MarginalSynthesizer):
         from skmip.bounds import coupling_noise_scale
         from skmip.sensitivity import marginal_swap_deltas
 
+        given_subset = self.train_size == 1.0
+        if given_subset:
+            warn_no_promise_on_given_subset(
+                self._owner, "the category lists (categories_), the Chow-Liu tree (marginals_) "
+                "and the noise scale",
+            )
+
         deltas = marginal_swap_deltas(codes, marginals, train_size=k_calibration)
         cal = coupling_noise_scale(deltas.distances, self.eta, confidence=None, weights=deltas.weights,
                                    train_fraction=deltas.train_fraction)
         del deltas  # per-record sensitivities of the private data
         noise = cal.noise_scale * rng.standard_normal(n_cells)
         return noise, {"noise_scale_": float(cal.noise_scale), "coupling_eta_": float(cal.eta_point),
-                       "mip_bound_": float(self.eta)}
+                       "mip_bound_": None if given_subset else float(self.eta),
+                       "target_eta_": float(self.eta)}
 
 
 # ----------------------------------------------------------------------------- DP baseline

@@ -467,21 +467,12 @@ def _check_finite(name, data):
 
 def _check_classes(y, seeds, n_rows, split_rows, n_splits):
     """Fail before any fit if a split misses a class that the data has."""
-    y = np.asarray(y)
-    columns = y.reshape(n_rows, -1)
-    classes = [np.unique(columns[:, j]) for j in range(columns.shape[1])]
-    for i, seed in enumerate(seeds):
-        rows = _split_rows(seed, n_rows, split_rows)
-        for j, labels in enumerate(classes):
-            missing = np.setdiff1d(labels, columns[rows, j])
-            if missing.size:
-                where = "" if columns.shape[1] == 1 else f" (output {j})"
-                raise ValueError(
-                    f"{_EST}: split {i} of {n_splits} ({split_rows} of {n_rows} rows) has no "
-                    f"sample of class(es) {missing.tolist()}{where}, so its classifier would "
-                    "have a different parameter layout. Provide more rows of the rare "
-                    "classes or a larger split_size."
-                )
+    from skmip.exceptions import check_subset_classes
+
+    check_subset_classes(
+        _EST, y, ((f"split {i} of {n_splits}", _split_rows(seed, n_rows, split_rows)) for i, seed in enumerate(seeds)),
+        what="to measure sigma", fix="Provide more rows of the rare classes or a larger split_size.",
+    )
 
 
 def _split_vectors(estimator, adapter, X, y, fit_params, split_ids, seeds, n_rows, split_rows,

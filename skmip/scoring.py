@@ -76,11 +76,19 @@ def _stated_bound(estimator) -> StatedBound | None:
 
     ``MIPNoiseWrapper`` states ``mip_bound_`` (eta); ``SubsampledDPClassifier`` states
     ``positive_accuracy_bound_`` together with ``epsilon_``, ``delta_`` and its
-    ``sampling_rate`` / ``min_tpr`` parameters. Anything else states nothing.
+    ``sampling_rate`` / ``min_tpr`` parameters. Anything else states nothing. An eta-MIP
+    estimator fitted with ``train_size=1.0`` promises nothing (``mip_bound_ = None``); its
+    ``target_eta_``, the eta its noise was calibrated to, is returned with
+    ``details["promised"] = False`` so that the game can still test the calibration.
     """
     n_train = getattr(estimator, "n_train_", None)
     if hasattr(estimator, "mip_bound_"):
-        return StatedBound("mip", float(estimator.mip_bound_), {"n_train": n_train})
+        if estimator.mip_bound_ is None:
+            target = getattr(estimator, "target_eta_", None)
+            if target is None:
+                return None
+            return StatedBound("mip", float(target), {"n_train": n_train, "promised": False})
+        return StatedBound("mip", float(estimator.mip_bound_), {"n_train": n_train, "promised": True})
     if hasattr(estimator, "positive_accuracy_bound_"):
         params = estimator.get_params(deep=False) if hasattr(estimator, "get_params") else {}
         details = {
@@ -192,7 +200,9 @@ class MIAttackScorer(BaseEstimator):
     bound_ : float or None
         The bound the estimator states, translated to the game: eta for an eta-MIP
         estimator (``mip_bound_``), or the positive-accuracy bound for the game's members
-        (see Notes); None when it states none.
+        (see Notes); None when it states none. For an eta-MIP estimator with
+        ``train_size=1.0``, which promises nothing, the eta its noise was calibrated to
+        (``target_eta_``): the check then tests the calibration, not a guarantee.
     bound_holds_ : bool or None
         False when the measured attack refutes ``bound_`` at ``confidence``; None when there
         is no bound or the game cannot test it.
@@ -206,12 +216,16 @@ class MIAttackScorer(BaseEstimator):
     Notes
     -----
     **Auditing eta-MIP (Izzo et al., Definition 1).** Definition 1 draws ``D_train`` uniformly
-    among the halves of ``D`` and bounds every attacker's accuracy by 1/2 + eta, i.e.
-    ``TPR <= FPR + 2 eta`` at every threshold (Theorem 8, corrected; see
+    among the k-subsets of ``D`` and bounds every attacker's accuracy by
+    ``max(k/n, 1-k/n) + eta``; the game draws halves (``member_rate=0.5``), where this is
+    ``1/2 + eta``, i.e. ``TPR <= FPR + 2 eta`` at every threshold (Theorem 8, corrected; see
     :func:`skmip.bounds.mip_tpr_bound`). With ``sampling="exact"``, ``member_rate=0.5`` and
     ``MIPNoiseWrapper(learner, train_size=1.0)`` each model of the game is one run of
     Algorithm 1 on ``D = (X, y)`` whose ``D_train`` is the game's member set, so the game is
-    Definition 1 and the check is exact. ``bound_holds_`` is False iff at some threshold the
+    Definition 1 and the check is exact -- of the calibration's target: in that mode the
+    noise is calibrated on halves of the game's member set, a function of ``D_train``, and
+    the wrapper promises nothing (``mip_bound_ = None``); ``bound_`` is its
+    ``target_eta_``. ``bound_holds_`` is False iff at some threshold the
     one-sided Clopper--Pearson lower bound on TPR minus the upper bound on FPR exceeds
     ``2 eta`` (Bonferroni over all thresholds: :func:`skmip.metrics.check_mip_bound`). A
     wrapper with ``train_size < 1`` subsamples the game's members again; the scorer then

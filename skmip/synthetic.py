@@ -11,6 +11,7 @@ wrapper; by post-processing (Theorem 3) every sample it generates keeps the guar
 from __future__ import annotations
 
 import copy
+import re
 import warnings
 
 import numpy as np
@@ -29,7 +30,12 @@ from skmip._validation import (
     check_option,
     input_errors,
 )
-from skmip.exceptions import PrivacyWarning, check_privacy_seed
+from skmip.exceptions import (
+    NO_PROMISE_MESSAGE,
+    PrivacyWarning,
+    check_privacy_seed,
+    warn_no_promise_on_given_subset,
+)
 from skmip.params import _project_psd
 from skmip.params._linalg import _unpack_symmetric
 from skmip.statistic import Statistic
@@ -47,6 +53,7 @@ _FITTED = (
     "coupling_eta_",
     "coupling_pairs_",
     "mip_bound_",
+    "target_eta_",
     "n_train_",
     "n_features_in_",
     "feature_names_in_",
@@ -113,12 +120,14 @@ class MIPGaussianSynthesizer(BaseEstimator):
     and takes its square root ``W``. ``sample`` then draws ``mean_ + W z`` with ``z ~ N(0, I)``.
     Everything after the noise is post-processing, so the released parameters and every
     sample drawn from them are eta-MIP (Theorem 3): an attacker holding any record of the
-    data cannot tell whether it was in ``D_train`` with accuracy above ``1/2 + eta``.
+    data cannot tell whether it was in ``D_train`` with accuracy above
+    ``max(k/n, 1-k/n) + eta`` (Definition 1; ``1/2 + eta`` when ``k = n/2``).
 
     Parameters
     ----------
     eta : float, default=0.1
-        Promised bound on the attacker's accuracy advantage over 1/2, in (0, 0.5].
+        Promised bound on the attacker's accuracy advantage over the prior
+        ``max(k/n, 1-k/n)`` (Definition 1), in (0, 0.5].
     method : {"auto", "coupling", "moments"}, default="auto"
         ``"coupling"``: Gaussian noise ``s L z`` on the released moments, with ``L`` the
         Cholesky factor of the Ledoit-Wolf covariance of the per-row features over the
@@ -148,6 +157,11 @@ class MIPGaussianSynthesizer(BaseEstimator):
     train_size : float, default=0.5
         Fraction of the rows drawn at random into ``D_train``; ``1.0`` means the data
         passed to ``fit`` already is a random training subset (as in the membership game).
+        The noise shape (Ledoit-Wolf covariance of the features) and scale are then
+        computed from ``D_train`` itself, which Definition 1 does not cover, so this mode
+        **promises nothing**: ``mip_bound_`` is ``None`` and ``fit`` emits a
+        :class:`~skmip.exceptions.PrivacyWarning` (``target_eta_`` keeps the eta the noise
+        was calibrated to, for audits).
     sigma_from : {"dataset", "train"}, default="dataset"
         ``method="moments"``: where the spread is measured; see
         :class:`~skmip.MIPNoiseWrapper`. ``"train"`` is Algorithm 1 as printed.
@@ -184,8 +198,11 @@ class MIPGaussianSynthesizer(BaseEstimator):
         partner ``e``) or ``"jensen"`` (for more than 2,048 distinct rows: one closed-form
         value per record that bounds that sum from above, by concavity). Both are exact
         statements; neither is estimated from random draws.
-    mip_bound_ : float
-        The promised eta.
+    mip_bound_ : float or None
+        The promised eta: membership accuracy at most ``max(k/n, 1-k/n) + mip_bound_``
+        (:func:`skmip.bounds.mip_promise`). ``None`` with ``train_size=1.0``: no promise.
+    target_eta_ : float
+        The eta the noise was calibrated to (``mip_bound_`` when there is a promise).
     n_train_ : int
         Number of rows in ``D_train``.
     n_features_in_ : int
@@ -322,6 +339,10 @@ class MIPGaussianSynthesizer(BaseEstimator):
         # its statistic is not.
         check_magnitude(_OWNER, X)
         check_privacy_seed(_OWNER, self.random_state)
+        if self.train_size == 1.0:
+            warn_no_promise_on_given_subset(
+                _OWNER, "the noise shape (the features' covariance) and scale",
+            )
 
         if self.method == "moments":
             mean, cov, noise_attrs = self._fit_moments(X)
@@ -335,7 +356,8 @@ class MIPGaussianSynthesizer(BaseEstimator):
             "covariance_": cov,
             "sqrt_covariance_": _psd_sqrt(cov),
             **noise_attrs,
-            "mip_bound_": float(self.eta),
+            "mip_bound_": None if self.train_size == 1.0 else float(self.eta),
+            "target_eta_": float(self.eta),
             "n_features_in_": probe.n_features_in_,
         }
         if hasattr(probe, "feature_names_in_"):
@@ -366,6 +388,9 @@ class MIPGaussianSynthesizer(BaseEstimator):
             # PrivacyWarning (e.g. the printed Laplace radius) still reaches the user.
             warnings.filterwarnings(
                 "ignore", message=r".*fixes the privacy noise", category=PrivacyWarning
+            )
+            warnings.filterwarnings(
+                "ignore", message=".*" + re.escape(NO_PROMISE_MESSAGE), category=PrivacyWarning
             )
             wrapper.fit(X)
         released = np.asarray(wrapper.estimator_.statistic_, dtype=np.float64)

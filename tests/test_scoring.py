@@ -168,7 +168,12 @@ def test_stated_bound_reader():
 
     assert _stated_bound(Plain()) is None
     est = _Overclaiming("mip").fit(np.eye(4), [0, 1, 0, 1])
-    assert _stated_bound(est) == StatedBound("mip", 0.02, {"n_train": 4})
+    assert _stated_bound(est) == StatedBound("mip", 0.02, {"n_train": 4, "promised": True})
+    # train_size=1.0 promises nothing: the calibration's target is read, marked unpromised.
+    est.mip_bound_, est.target_eta_ = None, 0.3
+    assert _stated_bound(est) == StatedBound("mip", 0.3, {"n_train": 4, "promised": False})
+    del est.target_eta_
+    assert _stated_bound(est) is None
 
 
 def test_gridsearch_reads_accuracy_and_mi_columns(cancer):

@@ -460,3 +460,39 @@ def test_memory_budget_keeps_one_jensen_value_that_still_bounds_the_average(canc
     np.testing.assert_allclose(small.distances[..., 0], full.distances.mean(axis=2), rtol=1e-12)
     for s in [0.5, 2.0, 8.0]:
         assert np.all(coupling_eta_per_target(small.distances, s) >= coupling_eta_per_target(full.distances, s) - 1e-12)
+
+
+# ----------------------------------------------------------------------------- whitening by a matrix
+def _factor_with_tiny_upper_entries(d=4, seed=0):
+    """A non-triangular noise factor on the scale of small coefficients: lower part ~1e-8, upper
+    entries exactly 1e-9, below np.allclose's default atol of 1e-8 but not negligible here."""
+    rng = np.random.default_rng(seed)
+    L = np.tril(rng.normal(size=(d, d)) * 1e-8) + np.diag(np.full(d, 3e-8))
+    L[np.triu_indices(d, 1)] = 1e-9
+    return L
+
+
+def test_whitener_solves_with_a_factor_that_is_almost_but_not_triangular():
+    from skmip.sensitivity.whitening import _Whitener
+
+    L = _factor_with_tiny_upper_entries()
+    assert np.allclose(L, np.tril(L)) and not np.array_equal(L, np.tril(L))  # the trap
+    diff = np.random.default_rng(1).normal(size=(50, L.shape[0])) * 1e-8
+    dense = np.linalg.norm(np.linalg.solve(L, diff.T).T, axis=1)
+    # Dropping the upper entries (a triangular solve with np.tril(L)) gives other distances ...
+    dropped = np.linalg.norm(np.linalg.solve(np.tril(L), diff.T).T, axis=1)
+    assert np.max(np.abs(dropped / dense - 1)) > 0.01
+    # ... the whitener solves with L itself.
+    np.testing.assert_allclose(_Whitener(L).norms(diff), dense, rtol=1e-9)
+
+
+def test_statistic_swap_deltas_with_an_almost_triangular_factor_matches_a_dense_solve():
+    L = _factor_with_tiny_upper_entries()
+    F = np.random.default_rng(2).normal(size=(12, L.shape[0])) * 1e-8
+    from skmip.sensitivity import statistic_swap_deltas
+
+    res = statistic_swap_deltas(F, scale=L, train_size=6)
+    W = np.linalg.solve(L, F.T).T
+    exact = np.linalg.norm(W[:, None] - W[None], axis=-1) / 6  # ||L^-1 (phi_i - phi_j)|| / k
+    # Rows are grouped (and reordered) by the engine: compare the multisets of distances.
+    np.testing.assert_allclose(np.sort(res.distances.ravel()), np.sort(exact.ravel()), rtol=1e-6, atol=1e-12)

@@ -48,7 +48,7 @@ def test_fitted_attributes_describe_the_release(gaussian_data):
                                    random_state=0).fit(gaussian_data)
     assert set(k for k in vars(synth) if k.endswith("_")) == {
         "mean_", "covariance_", "sqrt_covariance_", "method_", "noise_constant_", "noise_scale_",
-        "coupling_eta_", "coupling_pairs_", "mip_bound_", "n_train_", "n_features_in_",
+        "coupling_eta_", "coupling_pairs_", "mip_bound_", "target_eta_", "n_train_", "n_features_in_",
     }
     assert synth.method_ == "moments" and synth.noise_scale_ is None and synth.coupling_eta_ is None
     assert synth.mean_.shape == (3,) and synth.covariance_.shape == (3, 3)

@@ -309,3 +309,37 @@ def test_sample_weight_follows_the_rows(cancer):
     assert not np.allclose(a.sigma_, b.sigma_)
     a = MIPNoiseWrapper(LogisticRegression(), method="moments", **{**kw, "train_size": 0.5}).fit(X, y, sample_weight=w)
     assert a.n_train_ == round(len(X) / 2)
+
+
+@pytest.mark.parametrize("method, shape, where", [
+    ("moments", "auto", "estimate_sigma"),
+    ("coupling", "full", "estimate_noise_factor"),
+    ("coupling", "auto", "estimate_swap_deltas"),
+])
+def test_a_calibration_subset_missing_a_class_is_explained(method, shape, where):
+    """A rare class (2 of 30 rows): some random calibration subset of 15 rows lacks it. The error
+    names the wrapper, the subset size, the class, the parameter and the fix, not scikit-learn's
+    'needs samples of at least 2 classes'."""
+    from skmip.exceptions import MissingClassError
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 2))
+    y = np.zeros(30, dtype=int)
+    y[:3], y[3:5] = 1, 2
+    X += y[:, None]
+    w = MIPNoiseWrapper(LogisticRegression(), eta=0.1, method=method, noise_shape=shape, n_splits=16,
+                        n_rounds=20, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(MissingClassError) as info:
+            w.fit(X, y)
+    msg = str(info.value)
+    assert msg.startswith("MIPNoiseWrapper: the noise is calibrated over random subsets of 15 of the 30 rows")
+    assert "class(es) [2]" in msg or "class(es) [1]" in msg
+    assert "train_size=0.5" in msg and "Pass more rows of each class or a larger train_size" in msg
+    assert where in msg  # the detail says which step drew the subset
+    # With train_size=1.0 the subsets are halves of the given data: a larger train_size is no fix.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(MissingClassError, match="halves of the data given to fit"):
+            clone(w).set_params(train_size=1.0).fit(X, y)

@@ -21,6 +21,8 @@ __all__ = [
     "mip_to_dp_epsilon",
     "mip_tpr_bound",
     "mip_accuracy_bound",
+    "mip_prior",
+    "mip_promise",
 ]
 
 
@@ -247,7 +249,8 @@ def mip_tpr_bound(fpr, eta):
     Notes
     -----
     **Correction of Theorem 8.** The paper states TPR <= FPR + eta. With the prior of 1/2
-    that Definition 1 uses (k = n/2), an attacker's accuracy is
+    (Definition 1 at k = n/2, where its promise :math:`\max(k/n, 1-k/n) + \eta` reads
+    :math:`\tfrac12 + \eta`), an attacker's accuracy is
     :math:`\tfrac12 \mathrm{TPR} + \tfrac12 (1 - \mathrm{FPR}) = \tfrac12 + (\mathrm{TPR} - \mathrm{FPR})/2`,
     so accuracy <= 1/2 + eta gives :math:`\mathrm{TPR} \le \mathrm{FPR} + 2\eta`. This is
     also what the proof of Theorem 8 establishes: its first line rewrites the event
@@ -304,3 +307,97 @@ def mip_accuracy_bound(eta, train_fraction=0.5):
     if np.any(~((q >= 0) & (q <= 1))):
         raise ValueError(f"train_fraction must be in [0, 1]; got {q.tolist()!r}.")
     return _out(np.minimum(1.0, np.maximum(q, 1.0 - q) + eta))
+
+
+def mip_prior(n_train, n_samples):
+    r"""The best constant guess's accuracy in Definition 1: :math:`\max(k/n, 1 - k/n)`.
+
+    Parameters
+    ----------
+    n_train : int
+        :math:`k`, the size of the random training subset ``D_train``.
+    n_samples : int
+        :math:`n`, the size of the dataset ``D`` it is drawn from (``1 <= k <= n``).
+
+    Returns
+    -------
+    float
+        The accuracy of always guessing the a priori likelier outcome. An eta-MIP release
+        promises accuracy at most this plus eta; for odd ``n`` it exceeds 1/2 even at
+        ``k = round(n/2)``.
+
+    Raises
+    ------
+    ValueError
+        If ``k`` or ``n`` is not an integer with ``1 <= k <= n``.
+
+    References
+    ----------
+    Izzo et al., Definition 1.
+
+    Examples
+    --------
+    >>> mip_prior(50, 100)
+    0.5
+    >>> round(mip_prior(4, 9), 4)   # n = 9: the prior alone beats 1/2
+    0.5556
+    """
+    k, n = _check_sizes(n_train, n_samples)
+    return max(k / n, 1.0 - k / n)
+
+
+def mip_promise(eta, n_train, n_samples):
+    r"""Definition 1's promise in words, with its number: the one sentence skmip prints.
+
+    Every estimator, the CLI and the docs state an eta-MIP release's guarantee through this
+    function, so that the promise is worded (and computed) in one place.
+
+    Parameters
+    ----------
+    eta : float
+        MIP level in (0, 0.5] (``mip_bound_``).
+    n_train : int
+        :math:`k`, the size of the random training subset ``D_train``.
+    n_samples : int
+        :math:`n`, the size of the dataset ``D`` it was drawn from.
+
+    Returns
+    -------
+    str
+        "accuracy <= max(k/n, 1-k/n) + eta = ..." with ``k``, ``n`` and the number.
+
+    Notes
+    -----
+    Definition 1: ``D`` is fixed, ``D_train`` a uniformly random k-subset; for every record
+    of ``D`` no attacker guesses whether it is in ``D_train`` with accuracy above
+    :math:`\max(k/n, 1-k/n) + \eta` (:func:`mip_accuracy_bound`). This is "1/2 + eta"
+    only when ``k = n/2``.
+
+    References
+    ----------
+    Izzo et al., Definition 1.
+
+    Examples
+    --------
+    >>> mip_promise(0.1, 50, 100)
+    'accuracy <= max(k/n, 1-k/n) + eta = 0.5 + 0.1 = 0.6 (k = 50 of n = 100)'
+    >>> mip_promise(0.1, 4, 9)
+    'accuracy <= max(k/n, 1-k/n) + eta = 0.556 + 0.1 = 0.656 (k = 4 of n = 9)'
+    """
+    eta = float(_check_eta(eta))
+    prior = mip_prior(n_train, n_samples)
+    total = min(1.0, prior + eta)
+    return (
+        f"accuracy <= max(k/n, 1-k/n) + eta = {prior:.3g} + {eta:g} = {total:.3g} "
+        f"(k = {int(n_train)} of n = {int(n_samples)})"
+    )
+
+
+def _check_sizes(n_train, n_samples):
+    ok = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (n_train, n_samples))
+    if not ok or not 1 <= n_train <= n_samples:
+        raise ValueError(
+            f"n_train and n_samples must be integers with 1 <= n_train <= n_samples (k and n of "
+            f"Definition 1); got n_train={n_train!r}, n_samples={n_samples!r}."
+        )
+    return int(n_train), int(n_samples)

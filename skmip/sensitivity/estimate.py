@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import sparse
-from sklearn.base import clone
+from sklearn.base import clone, is_classifier
 from sklearn.utils.parallel import delayed
 
 from skmip._random import draw_seed, fix_inner_random_state, resolve_rng
 from skmip._rows import n_rows
 from skmip._validation import check_int, check_interval, check_option
+from skmip.exceptions import check_subset_classes
 from skmip.params import get_adapter
 
 from ._common import _OWNER, _fit_vector
@@ -21,7 +22,7 @@ from .influence import certifiable
 from .losses import get_smooth_loss
 from .polish import MinimiserFits, SolverFits, _polish
 from .refit import _refit_rounds
-from .rounds import _SUMMARY_SIZE, _resolve_k, run_rounds
+from .rounds import _SUMMARY_SIZE, _check_round_classes, _resolve_k, run_rounds
 from .statistic import _statistic_features, statistic_swap_deltas
 from .whitening import _Whitener
 
@@ -209,6 +210,11 @@ def estimate_swap_deltas(
     # One probe fit validates the scale's length (and, for the influence engines, the
     # objective) before the budget is spent.
     probe_rows = np.sort(rng.permutation(n)[:k])
+    if y is not None and is_classifier(estimator) and engine != "exact":
+        # Every fit must see every class: a classifier fitted without one has another layout.
+        check_subset_classes(_OWNER, y, [("the probe fit", probe_rows)], what="for the swap distances",
+                             fix="Provide more rows of each class or a larger train_size.")
+        _check_round_classes(_OWNER, y, seeds, n, k)
     probe, theta0 = _fit_vector(estimator, adapter, X, y, probe_rows, fit_params, n)
     _check_scale_size(whitener, theta0)
     Xd = yd = sw = None

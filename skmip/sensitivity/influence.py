@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
+from ._common import _OWNER
 from .certify import PairCertifier
 from .multinomial import _multi_margin_distances
 from .newton import (
@@ -164,6 +165,11 @@ def _influence_round(fitter, loss, Xd, y, sample_weight, n, k, seed, p, whitener
     out = np.empty((n, n_keep))
     for j, H in enumerate(fit_sets):
         fitted, theta = fitter(H)
+        if theta.size != whitener.size:  # e.g. a classifier fitted on a subset lacking a class
+            raise ValueError(
+                f"{_OWNER}: the fit on {H.size} of {n} rows has {theta.size} parameters but the "
+                f"noise shape has {whitener.size}; the layout must not depend on the subset."
+            )
         blocks = loss.blocks(fitted, Xd, y, H, sample_weight)
         del fitted
         targets = np.flatnonzero(owner == j)

@@ -5,13 +5,14 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import sparse
-from sklearn.base import clone
+from sklearn.base import clone, is_classifier
 from sklearn.utils.parallel import Parallel, delayed
 
 from skmip._random import draw_seed, fix_inner_random_state, resolve_rng
 from skmip._rows import n_rows
 from skmip._threads import single_threaded_blas
 from skmip._validation import check_int
+from skmip.exceptions import check_subset_classes
 from skmip.params import get_adapter
 
 from .losses import get_smooth_loss
@@ -140,6 +141,12 @@ def estimate_noise_factor(
     estimator = fix_inner_random_state(clone(estimator), draw_seed(rng))
     adapter = get_adapter(estimator, params)
     seeds = [draw_seed(rng) for _ in range(n_subsets)]
+    if y is not None and is_classifier(estimator):
+        check_subset_classes(
+            owner, y,
+            ((f"subset {i} of {n_subsets}", np.random.default_rng(s).permutation(n)[:k]) for i, s in enumerate(seeds)),
+            what="for the noise shape", fix="Provide more rows of each class or a larger train_size.",
+        )
     # The warm start: a polished fit on the first subset (same size as every other one).
     first = np.sort(np.random.default_rng(seeds[0]).permutation(n)[:k])
     fitter = _make_fitter(estimator, adapter, X, y, fit_params, polish, first)

@@ -33,7 +33,10 @@ class _Whitener:
             self.size = arr.shape[0]
             self.zero = np.zeros(self.size, dtype=bool)
             try:
-                if np.allclose(arr, np.tril(arr)):
+                # Exactly lower-triangular only: a tolerance (np.allclose's atol=1e-8) would
+                # drop upper entries of a factor whose own scale is that small and understate
+                # every whitened distance.
+                if np.array_equal(arr, np.tril(arr)):
                     self.linv = linalg.solve_triangular(arr, np.eye(self.size), lower=True)
                 else:
                     self.linv = linalg.inv(arr)

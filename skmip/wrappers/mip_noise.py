@@ -6,6 +6,7 @@ noise calibrated by the coupling bound on the swap sensitivity (``method="coupli
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import warnings
 
@@ -30,7 +31,12 @@ from skmip._validation import (
     check_sample_weight,
     input_errors,
 )
-from skmip.exceptions import PrivacyWarning, check_privacy_seed
+from skmip.exceptions import (
+    MissingClassError,
+    PrivacyWarning,
+    check_privacy_seed,
+    warn_no_promise_on_given_subset,
+)
 from skmip.params import get_adapter
 from skmip.sensitivity import get_smooth_loss
 from skmip.wrappers._delegate import ReleasedModelMixin
@@ -54,8 +60,10 @@ class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
     ``fit`` draws a random training subset ``D_train`` of the data ``D`` it is given,
     measures how much the fitted parameters vary over random subsets, fits the estimator on
     ``D_train`` and adds noise scaled to that variability. The released model
-    (``estimator_``) then satisfies: an attacker holding any record of ``D`` cannot tell
-    whether it was in ``D_train`` with accuracy above ``1/2 + eta`` (Definition 1).
+    (``estimator_``) then satisfies Definition 1: an attacker holding any record of ``D``
+    cannot tell whether it was in ``D_train`` with accuracy above ``max(k/n, 1-k/n) + eta``
+    (``k`` rows of ``D_train``, ``n`` of ``D``; ``1/2 + eta`` when ``k = n/2``;
+    :func:`skmip.bounds.mip_promise`).
 
     Two calibrations of the noise: ``"coupling"`` (Gaussian noise whose scale is set by a
     coupling bound on how far swapping one record moves the fit; valid in every dimension,
@@ -73,7 +81,8 @@ class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
         data: a ``random_state`` parameter that is not an integer is set to one integer
         drawn once per ``fit`` and shared by every split fit and the final fit.
     eta : float, default=0.1
-        Promised bound on the attacker's accuracy advantage over 1/2, in (0, 0.5].
+        Promised bound on the attacker's accuracy advantage over the prior
+        ``max(k/n, 1-k/n)`` (Definition 1), in (0, 0.5].
     moment : float, default=2
         Order M >= 2 of the central moment that measures the parameters' spread
         (Corollary 10). Larger M needs less noise (the constant is
@@ -85,7 +94,11 @@ class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
         Fraction of the rows of ``D`` drawn uniformly at random into ``D_train``
         (``k = round(train_size * n)``). ``1.0`` means the caller already drew the data it
         passes at random from a larger dataset (as the membership game does): all rows are
-        used and the spread is measured over halves of them (Algorithm 1).
+        used and the noise is calibrated on halves of them (Algorithm 1). That noise law is
+        then a function of ``D_train``, which Definition 1 does not cover, so this mode
+        **promises nothing**: ``mip_bound_`` is ``None`` and ``fit`` emits a
+        :class:`~skmip.exceptions.PrivacyWarning`. It remains the way to audit the
+        calibration in the membership game (``target_eta_``).
     method : {"auto", "coupling", "moments"}, default="auto"
         How eta is turned into noise. ``"coupling"``: Gaussian noise ``s L z`` with ``L`` the
         noise shape and ``s`` the smallest scale whose coupling bound
@@ -98,7 +111,8 @@ class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
         utility and names the better routes.
     confidence : float or None, default=0.95
         Coupling calibration: probability that the estimated swap distances do not
-        understate the bound (empirical Bernstein, union bound over all rows). ``None``
+        understate the bound (a betting confidence bound per row, Waudby-Smith & Ramdas,
+        with a union bound over all rows; :func:`skmip.bounds.coupling_eta_upper`). ``None``
         calibrates the point estimate and warns: the stated eta is then an estimate.
     n_rounds : int, default=400
         Coupling calibration: independent rounds of swap distances (each costs two fits of
@@ -180,8 +194,13 @@ class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
     n_train_ : int
         Number of rows in ``D_train``.
     mip_bound_ : float or None
-        The promised eta: any attacker's membership accuracy is at most ``1/2 + mip_bound_``.
-        ``None`` when no eta is proven (coupling distances that are not certified).
+        The promised eta: any attacker's membership accuracy is at most
+        ``max(k/n, 1-k/n) + mip_bound_`` with ``k = n_train_`` and ``n`` the rows of D
+        (:func:`skmip.bounds.mip_promise`). ``None`` when nothing is promised: with
+        ``train_size=1.0``, or when the coupling distances are not certified.
+    target_eta_ : float
+        The eta the noise was calibrated to: ``mip_bound_`` when there is a promise; otherwise
+        a target that audits can test, not a guarantee.
     classes_ : ndarray
         Class labels (classifiers only).
     n_features_in_ : int
@@ -192,14 +211,17 @@ class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
     **Coupling calibration** (``docs/coupling.md``). For a target ``x*`` couple the two
     training sets: ``D_out`` uniform among k-subsets without ``x*``, ``e`` uniform in it,
     ``D_in = D_out - e + x*``. Joint convexity of total variation bounds the Bayes-optimal
-    attacker's advantage (Izzo et al., Proposition 2) by ``(1/2) E[2 Phi(Delta/2s) - 1]``
+    attacker's advantage over the prior ``max(q, 1-q)``, ``q = k/n`` (Izzo et al.,
+    Proposition 2) by ``min(q, 1-q) E[2 Phi(Delta/2s) - 1]``
     with ``Delta`` the whitened change ``||L^-1 (A(D_out) - A(D_in))||``; the wrapper
     estimates these expectations for every row of D, bounds them at ``confidence``
-    (Maurer & Pontil's empirical Bernstein bound, union over rows) and picks the smallest
+    (a betting confidence bound per row, a weighted union bound over rows;
+    :func:`skmip.bounds.coupling_eta_upper`) and picks the smallest
     ``s`` that meets eta. The fits are carried to the exact minimiser of the estimator's
     objective (:func:`skmip.sensitivity.polish_to_minimiser`) so that the closed-form swap
     distances describe exactly the released algorithm. With ``train_size=1.0`` the full D
-    is unknown and halves of the given data stand in for it (as Algorithm 1 does for sigma).
+    is unknown and halves of the given data stand in for it (as Algorithm 1 does for sigma);
+    the noise law then depends on ``D_train``, outside the proof, hence no ``mip_bound_``.
 
     **Moments calibration.** Algorithm 1 and Corollary 10 of Izzo et al.: with
     ``||x||_{sigma,M} = (sum_i |x_i|^M / (d sigma_i^M))^(1/M)`` and ``sigma_i`` bounding the
@@ -302,7 +324,7 @@ class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
         TypeError
             If no parameter adapter understands the estimator.
         """
-        with single_threaded_blas():
+        with single_threaded_blas(), _explain_missing_class(self):
             (fitted,) = _fit_path(self, X, y, [self.eta], fit_params)
         # Only now, with everything computed, replace any previous fitted state.
         for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
@@ -358,6 +380,26 @@ def _resolve_shape(noise_shape, method, smooth):
             "noise_shape='full' or 'auto'."
         )
     return noise_shape
+
+
+@contextlib.contextmanager
+def _explain_missing_class(wrapper):
+    """Say, in the wrapper's terms, why a calibration subset lacking a class stops the fit."""
+    try:
+        yield
+    except MissingClassError as exc:
+        if wrapper.train_size == 1.0:
+            fix = ("Pass more rows of each class: with train_size=1.0 the subsets are halves of "
+                   "the data given to fit.")
+        else:
+            fix = ("Pass more rows of each class or a larger train_size (the subsets have the "
+                   "size of D_train, round(train_size * n_samples) rows).")
+        raise MissingClassError(
+            f"{_OWNER}: the noise is calibrated over random subsets of {exc.subset_size} of the "
+            f"{exc.n_samples} rows (train_size={wrapper.train_size}), and a classifier needs every "
+            f"class in each; one lacked class(es) {exc.missing}. {fix} Detail: {exc}",
+            missing=exc.missing, subset_size=exc.subset_size, n_samples=exc.n_samples,
+        ) from None
 
 
 def _log(wrapper, message):
@@ -425,6 +467,12 @@ def _fit_path(wrapper, X, y, etas, fit_params):
     check_classes(wrapper, y)
 
     check_privacy_seed(_OWNER, wrapper.random_state)
+    given_subset = wrapper.train_size == 1.0
+    if given_subset:
+        warn_no_promise_on_given_subset(
+            _OWNER, "the noise scale and shape (sigma_, the swap distances, the designed or "
+            "covariance shape, over halves of the data)",
+        )
     rng = resolve_rng(wrapper.random_state)
     inner_seed = draw_seed(rng)
     train_rows = np.sort(rng.choice(n, size=n_train, replace=False)) if n_train < n else None
@@ -604,7 +652,12 @@ def _fit_path(wrapper, X, y, etas, fit_params):
             "method_": method,
             **noise_attrs,
             "n_train_": n_train,
-            "mip_bound_": float(eta) if method != "coupling" or noise_attrs["coupling_certified_"] else None,
+            # Definition 1 covers a noise law fixed given D; with train_size=1.0 it is a
+            # function of D_train and nothing is promised (warn_no_promise_on_given_subset);
+            # nor is anything where the coupling distances are estimates, not bounds.
+            "mip_bound_": None if given_subset or (method == "coupling" and not noise_attrs["coupling_certified_"])
+            else float(eta),
+            "target_eta_": float(eta),
             "n_features_in_": probe.n_features_in_,
         }
         if hasattr(probe, "feature_names_in_"):
@@ -661,7 +714,7 @@ def mip_noise_path(estimator, X, y=None, *, etas, fit_params=None, **wrapper_par
     if not etas:
         raise ValueError("mip_noise_path: etas must contain at least one value in (0, 0.5].")
     template = MIPNoiseWrapper(estimator, **wrapper_params)
-    with single_threaded_blas():
+    with single_threaded_blas(), _explain_missing_class(template):
         fitted = _fit_path(template, X, y, etas, fit_params or {})
     wrappers = []
     for eta, attrs in zip(etas, fitted):

@@ -8,6 +8,7 @@ instead of one independent fit per candidate as ``GridSearchCV`` does.
 from __future__ import annotations
 
 import numbers
+import re
 import warnings
 
 import numpy as np
@@ -22,7 +23,12 @@ from sklearn.utils.validation import check_is_fitted
 from skmip._random import draw_seed, resolve_rng
 from skmip._rows import subset_fit_params
 from skmip._validation import check_cv_folds, check_eta, check_interval
-from skmip.exceptions import PrivacyWarning, check_privacy_seed
+from skmip.exceptions import (
+    NO_PROMISE_MESSAGE,
+    PrivacyWarning,
+    check_privacy_seed,
+    warn_no_promise_on_given_subset,
+)
 from skmip.wrappers._delegate import ReleasedModelMixin, _released_has
 from skmip.wrappers.mip_noise import (
     MIPNoiseWrapper,
@@ -124,8 +130,14 @@ see MIPNoiseWrapper
         The wrapper fitted at ``eta_`` on all the data (only with ``refit=True``).
     estimator_ : estimator
         The releasable model, ``best_estimator_.estimator_``: noised parameters only.
-    mip_bound_ : float
-        The promise of the released model: ``eta_`` (only with ``refit=True``).
+    mip_bound_ : float or None
+        The promise of the released model: ``eta_`` (only with ``refit=True``), that is,
+        membership accuracy at most ``max(k/n, 1-k/n) + eta_`` (Definition 1;
+        :func:`skmip.bounds.mip_promise`). ``None`` with ``train_size=1.0``, which promises
+        nothing (see :class:`MIPNoiseWrapper`'s ``train_size``).
+    target_eta_ : float
+        The eta the released model's noise was calibrated to (``eta_``; only with
+        ``refit=True``).
     method_ : str
         The calibration of the released model, ``"coupling"`` or ``"moments"``.
     classes_ : ndarray
@@ -303,6 +315,10 @@ see MIPNoiseWrapper
         """
         etas = self._validate_hyperparameters()
         check_privacy_seed(_OWNER, self.random_state)
+        if self.train_size == 1.0:
+            warn_no_promise_on_given_subset(
+                _OWNER, "the chosen eta_ and each calibration's noise scale and shape",
+            )
         template = self._wrapper(float(etas[0]), None)
         X, y, probe = validate_input(self, X, y, fit_params)
         check_classes(self, y)
@@ -357,7 +373,8 @@ see MIPNoiseWrapper
                 released = self._wrapper(fitted["eta_"], refit_state).fit(X, y, **fit_params)
             fitted.update(
                 best_estimator_=released, estimator_=released.estimator_,
-                mip_bound_=released.mip_bound_, method_=released.method_,
+                mip_bound_=released.mip_bound_, target_eta_=released.target_eta_,
+                method_=released.method_,
             )
             if hasattr(released, "classes_"):
                 fitted["classes_"] = released.classes_
@@ -379,11 +396,13 @@ see MIPNoiseWrapper
 
 
 class _seed_warned_once(warnings.catch_warnings):
-    """Silence the inner wrappers' fixed-seed PrivacyWarning: the search warned once already."""
+    """Silence the inner wrappers' fixed-seed and train_size=1.0 PrivacyWarnings: the search
+    warned once already."""
 
     def __enter__(self):
         out = super().__enter__()
         warnings.filterwarnings("ignore", message=".*fixes the privacy noise", category=PrivacyWarning)
+        warnings.filterwarnings("ignore", message=".*" + re.escape(NO_PROMISE_MESSAGE), category=PrivacyWarning)
         return out
 
 
