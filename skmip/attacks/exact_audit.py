@@ -42,6 +42,7 @@ from skmip._random import resolve_rng
 
 __all__ = [
     "MembershipAuditResult",
+    "RouteError",
     "enumerate_subsets",
     "exact_minimiser",
     "gaussian_membership_audit",
@@ -113,9 +114,12 @@ class MembershipAuditResult:
     def z_scores(self, bound: float | None = None) -> np.ndarray:
         """``(advantage - bound) / std_error`` per target (``+inf`` where the error is 0)."""
         b = self._bound(bound)
+        gap = self.advantage - b
+        # A zero standard error means every release gave the same posterior (e.g. no noise
+        # where eta >= min(q, 1 - q) makes the promise vacuous): the estimate is exact.
+        exact = np.where(np.abs(gap) <= 1e-12, 0.0, np.sign(gap) * np.inf)
         with np.errstate(divide="ignore", invalid="ignore"):
-            z = (self.advantage - b) / self.std_error
-        return np.where(self.std_error > 0, z, np.sign(self.advantage - b) * np.inf)
+            return np.where(self.std_error > 0, gap / np.where(self.std_error > 0, self.std_error, 1.0), exact)
 
     def violations(self, bound: float | None = None, z: float = 3.0) -> np.ndarray:
         r"""Targets whose advantage exceeds ``bound`` by more than ``z`` standard errors.
@@ -682,6 +686,11 @@ def gaussian_membership_audit(
 # ----------------------------------------------------------------------------- capture
 
 
+class RouteError(RuntimeError):
+    """The audited release route refused the dataset (for every seed tried) or crashed."""
+
+
+
 @contextlib.contextmanager
 def capture_gaussian_noise():
     """Record every Gaussian noise draw of the wrappers: ``(shape, scale, noise)`` tuples.
@@ -730,15 +739,20 @@ def _printed_bound(fitted):
     return min(printed.values()), printed
 
 
-def _fit_retrying(make, X, y, seeds, capture):
+def _fit_retrying(make, X, y, seeds, capture, max_seconds=None):
     """Fit ``make(seed)`` on (X, y) for the first seed whose calibration succeeds.
 
     A failed calibration (e.g. a calibration subset that misses a class) happens before and
     independently of the draw of D_train's released fit, so retrying with a fresh seed does
     not condition the release on D_train.
     """
+    import time
+
     errors = []
+    start = time.perf_counter()
     for seed in seeds:
+        if max_seconds is not None and errors and time.perf_counter() - start > max_seconds:
+            break
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             cm = capture_gaussian_noise() if capture else contextlib.nullcontext([])
@@ -747,10 +761,12 @@ def _fit_retrying(make, X, y, seeds, capture):
                     obj = make(seed)
                     obj.fit(X) if y is None else obj.fit(X, y)
                 except ValueError as exc:
-                    errors.append(str(exc).splitlines()[0][:160])
+                    errors.append(str(exc).splitlines()[0][:200])
                     continue
+                except Exception as exc:  # a crash of the route, not of the audit
+                    raise RouteError(f"{type(exc).__name__} in fit: {str(exc)[:200]}") from exc
         return obj, list(records), len(errors)
-    raise RuntimeError(f"{_OWNER}: every calibration failed ({len(errors)} seeds); last: {errors[-1]}")
+    raise RouteError(f"every calibration failed ({len(errors)} seeds); last: {errors[-1]}")
 
 
 def audit_mip_noise_wrapper(
@@ -763,6 +779,7 @@ def audit_mip_noise_wrapper(
     n_mc: int = 20_000,
     random_state=0,
     check_release: bool = True,
+    max_seconds: float | None = None,
 ) -> MembershipAuditResult:
     r"""Exact membership audit of a ``MIPNoiseWrapper`` (or ``MIPNoiseWrapperCV``) release.
 
@@ -792,6 +809,8 @@ def audit_mip_noise_wrapper(
         Check that the released parameters minus the captured noise equal
         :func:`exact_minimiser` on some training set (the audited map is the released
         one), to 1e-6 relative.
+    max_seconds : float, optional
+        Stop trying further seeds once this many seconds have passed.
 
     Returns
     -------
@@ -803,7 +822,7 @@ def audit_mip_noise_wrapper(
 
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y)
-    fitted, records, retries = _fit_retrying(make_wrapper, X, y, seeds, capture=True)
+    fitted, records, retries = _fit_retrying(make_wrapper, X, y, seeds, capture=True, max_seconds=max_seconds)
     wrapper = getattr(fitted, "best_estimator_", fitted)
     if getattr(wrapper, "method_", None) != "coupling" or not records:
         raise ValueError(f"{_OWNER}: the audit covers the coupling calibration (Gaussian noise); got method_={getattr(wrapper, 'method_', None)!r}.")
@@ -837,6 +856,7 @@ def _with(res, bound, details):
 
 def audit_gaussian_synthesizer(
     make_synthesizer, X: ArrayLike, *, seeds=range(20), target=None, n_mc: int = 20_000, random_state=0,
+    max_seconds: float | None = None,
 ) -> MembershipAuditResult:
     r"""Exact membership audit of ``MIPGaussianSynthesizer(method="coupling")``.
 
@@ -855,7 +875,7 @@ def audit_gaussian_synthesizer(
     make_synthesizer : callable
         ``seed -> unfitted MIPGaussianSynthesizer``.
     X : array_like of shape (n, d)
-    seeds, target, n_mc, random_state
+    seeds, target, n_mc, random_state, max_seconds
         As in :func:`audit_mip_noise_wrapper`.
 
     Returns
@@ -885,7 +905,8 @@ def audit_gaussian_synthesizer(
 
     synthetic_module.resolve_rng = lambda state: _Recorder(original(state))
     try:
-        synth, _, retries = _fit_retrying(make_synthesizer, X, None, seeds, capture=False)
+        synth, _, retries = _fit_retrying(make_synthesizer, X, None, seeds, capture=False,
+                                          max_seconds=max_seconds)
     finally:
         synthetic_module.resolve_rng = original
     if synth.method_ != "coupling":
@@ -915,6 +936,7 @@ def audit_gaussian_synthesizer(
 
 def audit_marginal_synthesizer(
     make_synthesizer, X: ArrayLike, *, seeds=range(20), target=None, n_mc: int = 20_000, random_state=0,
+    max_seconds: float | None = None,
 ) -> MembershipAuditResult:
     r"""Exact membership audit of ``MIPMarginalSynthesizer``'s noisy marginal tables.
 
@@ -930,7 +952,7 @@ def audit_marginal_synthesizer(
         ``seed -> unfitted MIPMarginalSynthesizer``.
     X : array_like of shape (n, c)
         Categorical columns.
-    seeds, target, n_mc, random_state
+    seeds, target, n_mc, random_state, max_seconds
         As in :func:`audit_mip_noise_wrapper`.
 
     Returns
@@ -939,7 +961,8 @@ def audit_marginal_synthesizer(
     """
     X = np.asarray(X)
     n = X.shape[0]
-    synth, _, retries = _fit_retrying(make_synthesizer, X, None, seeds, capture=False)
+    synth, _, retries = _fit_retrying(make_synthesizer, X, None, seeds, capture=False,
+                                          max_seconds=max_seconds)
     codes = np.stack(
         [np.searchsorted(cats, X[:, j]) for j, cats in enumerate(synth.categories_)], axis=1
     )
