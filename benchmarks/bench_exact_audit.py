@@ -54,18 +54,20 @@ def summarise(rows):
     for r in rows:
         by[r["learner"]].append(r)
     lines = [
-        "| learner | datasets audited | refused by the route | violations | worst advantage / printed bound (± MC) | worst case |",
+        "| learner | datasets audited | refused / crashed | violations | worst advantage / printed bound (± MC) | worst case |",
         "|---|---:|---:|---:|---|---|",
     ]
     total = defaultdict(int)
     for name in [k for k in LEARNERS if k in by] + sorted(set(by) - set(LEARNERS)):
         rs = by[name]
         ok = [r for r in rs if "ratio" in r]
-        refused = [r for r in rs if "error" in r]
+        refused = [r for r in rs if "error" in r and r["error"].startswith("every calibration failed")]
+        crashed = [r for r in rs if "error" in r and not r["error"].startswith("every calibration failed")]
         broken = [r for r in rs if "audit_error" in r]
         viol = [r for r in ok if r["violation"]]
         total["audited"] += len(ok)
         total["refused"] += len(refused)
+        total["crashed"] += len(crashed)
         total["violations"] += len(viol)
         if ok:
             w = max(ok, key=lambda r: r["ratio"])
@@ -74,8 +76,8 @@ def summarise(rows):
         else:
             worst, where = "-", "-"
         extra = f" ({len(broken)} audit errors)" if broken else ""
-        lines.append(f"| {name} | {len(ok)} | {len(refused)} | {len(viol)}{extra} | {worst} | {where} |")
-    lines.append(f"| **all** | {total['audited']} | {total['refused']} | {total['violations']} | | |")
+        lines.append(f"| {name} | {len(ok)} | {len(refused)} / {len(crashed)} | {len(viol)}{extra} | {worst} | {where} |")
+    lines.append(f"| **all** | {total['audited']} | {total['refused']} / {total['crashed']} | {total['violations']} | | |")
     return lines
 
 
@@ -88,7 +90,11 @@ def main(argv=None):
     p.add_argument("--n-jobs", type=int, default=2)
     p.add_argument("--learners", nargs="*", default=None, help=f"restrict to these of: {', '.join(LEARNERS)}")
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "exact_audit_suite"))
+    p.add_argument("--summarise", metavar="JSONL", help="only print the table of an earlier run's JSON lines")
     args = p.parse_args(argv)
+    if args.summarise:
+        print("\n".join(summarise([json.loads(line) for line in open(args.summarise)])))
+        return 0
 
     cases = make_cases(args.n_datasets, seed=args.seed, learners=args.learners)
     t0 = time.perf_counter()

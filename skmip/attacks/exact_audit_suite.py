@@ -163,12 +163,16 @@ def make_dataset(generator: str, task: str, n: int, rng) -> tuple[np.ndarray, np
         if y is not None and task not in ("binary", "multiclass"):
             y[0] = _targets(task, X[:1], rng, beta)[0]
     elif generator == "separable":
-        if task == "binary":
+        if task == "continuous":
+            X[: n // 2] += radius / np.sqrt(d)  # two clusters far apart
+        elif task == "binary":
             X[y == 1] += radius / np.sqrt(d)
         elif task == "multiclass":
             X += radius * np.eye(max(3, d))[:3, :d][y]
+        elif task == "regression":
+            y = X @ beta  # noiseless: every training set fits exactly
         else:
-            y = _targets(task, X, rng, beta) if task != "regression" else X @ beta
+            y = _targets(task, X, rng, beta)
     elif generator == "rare_category":
         # A categorical column with a category seen once (one-hot, first level dropped),
         # on the row with the least typical label/target.
