@@ -323,19 +323,17 @@ def exact_minimiser(estimator, X: ArrayLike, y: ArrayLike, subsets: ArrayLike) -
     error otherwise). The vector is in :mod:`skmip.params`' layout: ``coef_.ravel()`` then
     the intercept(s).
 
-    ============================  ===========================================================
-    learner                       objective on a training set S
-    ============================  ===========================================================
-    ``LogisticRegression``        :math:`C\sum_S \text{logloss} + \|W\|^2/2`, intercepts free
-                                  (multinomial: softmax loss, intercepts summing to 0, as the
-                                  solver started at 0 leaves them)
-    ``Ridge``/``LinearRegression`` :math:`\sum_S (y - u)^2 + \alpha\|w\|^2` (alpha 0)
-    ``PoissonRegressor``,         :math:`\sum_S \text{half-deviance} + \alpha k\|w\|^2/2`,
-    ``GammaRegressor``,           log link (``TweedieRegressor(power=0)``: identity link)
-    ``TweedieRegressor``
-    ``LinearSVC`` (squared hinge) per class (one against the rest):
-                                  :math:`C\sum_S \max(0, 1 - t u)^2 + \|w\|^2/2 + b^2/(2s^2)`
-    ============================  ===========================================================
+    * ``LogisticRegression``: :math:`C\sum_S \text{logloss} + \|W\|^2/2`, intercepts free
+      (multinomial: the softmax loss, intercepts summing to 0, as the solver started at 0
+      leaves them);
+    * ``Ridge``, ``LinearRegression``: :math:`\sum_S (y - u)^2 + \alpha\|w\|^2`
+      (:math:`\alpha = 0`), intercept free;
+    * ``PoissonRegressor``, ``GammaRegressor``, ``TweedieRegressor``:
+      :math:`\sum_S \text{half-deviance} + \alpha k\|w\|^2/2`, log link
+      (``TweedieRegressor(power=0)``: identity link), intercept free;
+    * ``LinearSVC`` (squared hinge), per class (one against the rest):
+      :math:`C\sum_S \max(0, 1 - t u)^2 + \|w\|^2/2 + b^2/(2s^2)` with
+      :math:`s` = ``intercept_scaling``.
 
     Parameters
     ----------
