@@ -1,159 +1,134 @@
-"""Exact audits of the MIP noise: gamma radius (Theorem 9's density) vs Laplace radius (Cor. 10).
+"""Adversarial exact audit of every printed eta: search worst-case datasets for a violation.
 
-For mean estimation on the strongest dataset (one outlying record among n - 1 identical
-ones; see ``skmip.attacks.bayes.exact_mip_advantage``, Notes) and on a random Gaussian
-dataset, this measures the exact Bayes-optimal attacker's advantage with both radius laws
-side by side, for several eta, M and d, and marks every cell whose one-sided 99.9% lower
-confidence bound exceeds eta (a broken promise).
+For each case of ``skmip.attacks.exact_audit_suite.make_cases`` (a tiny worst-case dataset,
+n = 9-12, and a release route that prints eta: MIPNoiseWrapper with every learner calibrated
+by coupling, MIPNoiseWrapperCV, MIPGaussianSynthesizer, MIPMarginalSynthesizer), fit the
+route, enumerate all C(n, k) training sets, refit them with an independent exact minimiser,
+and compute the Bayes-optimal attacker's accuracy for every record (exact posterior, Monte
+Carlo over releases). A *violation* is a record whose advantage exceeds the printed bound
+by more than 3 Monte-Carlo standard errors (one-sided).
 
-Run (about 10 minutes on one core with the defaults)::
+Run (1,000 datasets on 2 cores)::
 
-    python benchmarks/bench_exact_audit.py
-    python benchmarks/bench_exact_audit.py --quick   # d <= 1,000, fewer draws
+    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_exact_audit.py --n-datasets 1000 --n-jobs 2
 
-It prints Markdown tables and writes them to ``benchmarks/results/exact_audit.md``
-(ignored by git); ``docs/exact_audits.md`` quotes them with the command.
+It prints a Markdown table per learner and writes every case's result as JSON lines to
+``benchmarks/results/exact_audit_suite.jsonl`` and the table to
+``benchmarks/results/exact_audit_suite.md`` (ignored by git); ``docs/exact_audits.md``
+quotes the table with the command. The gamma-vs-Laplace radius audits of the moments noise
+are in ``bench_exact_audit_radius.py``.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
-import platform
-import sys
-import time
-from pathlib import Path
 
-import numpy as np
-from scipy import stats
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from skmip.attacks.bayes import exact_mip_advantage
-from skmip.bounds import mip_noise_constant
+import argparse  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from collections import defaultdict  # noqa: E402
+from pathlib import Path  # noqa: E402
 
-Z1 = stats.norm.ppf(0.999)
+import numpy as np  # noqa: E402
+from joblib import Parallel, delayed  # noqa: E402
 
-
-def mean(s):
-    return s.mean(axis=0)
-
-
-def outlier_data(n, d):
-    data = np.zeros((n, d))
-    data[0] = 1.0
-    return data
+from skmip.attacks.exact_audit_suite import LEARNERS, make_cases, run_case  # noqa: E402
 
 
-def fmt(res, eta):
-    a, se = res.advantage[0], res.std_error[0]
-    mark = " **>eta**" if a - Z1 * se > eta else ""
-    return f"{a:.2e} ± {se:.0e}{mark}"
+def _run(case, n_mc, z):
+    try:
+        return run_case(case, n_mc=n_mc, z=z)
+    except Exception as exc:  # an audit failure is reported, never hidden
+        return {"learner": case.learner, "generator": case.generator, "seed": case.seed,
+                "audit_error": f"{type(exc).__name__}: {str(exc)[:300]}"}
 
 
-def worst_case_table(ds, moments, etas, n, n_mc, n_jobs, seed):
+def summarise(rows):
+    """Per learner: searched, refused, violations, worst ratio (with its Monte-Carlo error)."""
+    by = defaultdict(list)
+    for r in rows:
+        by[r["learner"]].append(r)
     lines = [
-        "| d | M | eta | c | gamma radius | laplace radius | seconds |",
-        "|---:|---:|---:|---:|---|---|---:|",
+        "| learner | datasets audited | refused / crashed | violations | worst advantage / printed bound (± MC) | worst case |",
+        "|---|---:|---:|---:|---|---|",
     ]
-    broken = []
-    for d in ds:
-        data = outlier_data(n, d)
-        for m in moments:
-            for eta in etas:
-                t0 = time.perf_counter()
-                cells = {}
-                for radius in ("gamma", "laplace"):
-                    res = exact_mip_advantage(
-                        mean, data, eta=eta, moment=m, radius=radius, target=0, n_mc=n_mc,
-                        random_state=seed, n_jobs=n_jobs,
-                    )
-                    cells[radius] = fmt(res, eta)
-                    if res.advantage[0] - Z1 * res.std_error[0] > eta:
-                        broken.append((radius, d, m, eta, res.advantage[0]))
-                sec = time.perf_counter() - t0
-                row = (
-                    f"| {d:,} | {m} | {eta} | {mip_noise_constant(eta, m):.1f} | "
-                    f"{cells['gamma']} | {cells['laplace']} | {sec:.1f} |"
-                )
-                print(row, flush=True)
-                lines.append(row)
-    return lines, broken
-
-
-def random_table(ds, moments, eta, n, n_mc, n_jobs, seed):
-    lines = [
-        "| d | M | eta | gamma: max over targets | laplace: max over targets |",
-        "|---:|---:|---:|---|---|",
-    ]
-    for d in ds:
-        data = np.random.default_rng(seed).standard_normal((n, d))
-        for m in moments:
-            cells = {}
-            for radius in ("gamma", "laplace"):
-                res = exact_mip_advantage(
-                    mean, data, eta=eta, moment=m, radius=radius, n_mc=n_mc,
-                    random_state=seed, n_jobs=n_jobs,
-                )
-                i = int(np.argmax(res.advantage))
-                cells[radius] = f"{res.advantage[i]:.2e} ± {res.std_error[i]:.0e}"
-            row = f"| {d:,} | {m} | {eta} | {cells['gamma']} | {cells['laplace']} |"
-            print(row, flush=True)
-            lines.append(row)
+    total = defaultdict(int)
+    for name in [k for k in LEARNERS if k in by] + sorted(set(by) - set(LEARNERS)):
+        rs = by[name]
+        ok = [r for r in rs if "ratio" in r]
+        refused = [r for r in rs if "error" in r and r["error"].startswith("every calibration failed")]
+        crashed = [r for r in rs if "error" in r and not r["error"].startswith("every calibration failed")]
+        broken = [r for r in rs if "audit_error" in r]
+        viol = [r for r in ok if r["violation"]]
+        total["audited"] += len(ok)
+        total["refused"] += len(refused)
+        total["crashed"] += len(crashed)
+        total["violations"] += len(viol)
+        if ok:
+            w = max(ok, key=lambda r: r["ratio"])
+            worst = f"{w['ratio']:.3f} ± {w['ratio_se']:.3f}"
+            where = f"{w['generator']}, n={w['n']}, k={w['k']}, eta={w['eta']}, {w['params']}"
+        else:
+            worst, where = "-", "-"
+        extra = f" ({len(broken)} audit errors)" if broken else ""
+        lines.append(f"| {name} | {len(ok)} | {len(refused)} / {len(crashed)} | {len(viol)}{extra} | {worst} | {where} |")
+    lines.append(f"| **all** | {total['audited']} | {total['refused']} / {total['crashed']} | {total['violations']} | | |")
     return lines
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true", help="d <= 1,000 and 2,000 draws")
-    p.add_argument("--n-mc", type=int, default=None, help="noise draws per audit")
-    p.add_argument("--n-jobs", type=int, default=None)
+    p.add_argument("--n-datasets", type=int, default=1000, help="cases to audit (default 1000)")
+    p.add_argument("--n-mc", type=int, default=10_000, help="releases drawn per audit (default 10,000)")
+    p.add_argument("--z", type=float, default=3.0, help="violation threshold in standard errors")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=str(Path(__file__).parent / "results" / "exact_audit.md"))
+    p.add_argument("--n-jobs", type=int, default=2)
+    p.add_argument("--learners", nargs="*", default=None, help=f"restrict to these of: {', '.join(LEARNERS)}")
+    p.add_argument("--out", default=str(Path(__file__).parent / "results" / "exact_audit_suite"))
+    p.add_argument("--summarise", metavar="JSONL", help="only print the table of an earlier run's JSON lines")
     args = p.parse_args(argv)
+    if args.summarise:
+        print("\n".join(summarise([json.loads(line) for line in open(args.summarise)])))
+        return 0
 
-    n_mc = args.n_mc or (2000 if args.quick else 10000)
-    ds = [1, 2, 5, 100, 1000] + ([] if args.quick else [10000])
-    etas = [0.05, 0.1, 0.2, 0.3]
-    moments = [2, 4, 6]
-    n = 8
-
+    cases = make_cases(args.n_datasets, seed=args.seed, learners=args.learners)
     t0 = time.perf_counter()
-    header = [
-        "# Exact audits of the MIP noise",
-        "",
-        f"command: `{' '.join([Path(sys.executable).name, *sys.argv])}`  ",
-        f"python {platform.python_version()}, numpy {np.__version__}, "
-        f"{platform.machine()}, {os.cpu_count()} cpu(s); n_mc={n_mc}, seed={args.seed}",
-        "",
-        f"## Mean estimation, one outlier among n={n} records (target: the outlier)",
-        "",
-        "advantage = optimal accuracy - 1/2, ± Monte-Carlo standard error; **>eta**: the "
-        "one-sided 99.9% lower confidence bound exceeds eta.",
-        "",
-    ]
-    print("\n".join(header), flush=True)
-    table, broken = worst_case_table(ds, moments, etas, n, n_mc, args.n_jobs, args.seed)
-
-    sub = [
-        "",
-        "## Mean estimation, n=10 standard-normal records (max over the 10 targets)",
-        "",
-    ]
-    print("\n".join(sub), flush=True)
-    rand = random_table([2, 5, 100], [2, 4], 0.1, 10, max(500, n_mc // 10), args.n_jobs, args.seed)
-
-    summary = ["", "## Broken promises (lower 99.9% bound > eta)", ""]
-    for radius, d, m, eta, a in broken:
-        summary.append(f"- {radius}: d={d:,}, M={m}, eta={eta}: advantage {a:.3f}")
-    if not broken:
-        summary.append("- none")
-    summary += ["", f"total time: {time.perf_counter() - t0:.0f} s"]
-    print("\n".join(summary), flush=True)
-
+    rows = Parallel(n_jobs=args.n_jobs, batch_size=1, return_as="generator")(
+        delayed(_run)(c, args.n_mc, args.z) for c in cases
+    )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(header + table + sub + rand + summary) + "\n")
-    print(f"written to {out}")
+    collected = []
+    with open(out.with_suffix(".jsonl"), "w") as fh:
+        for i, r in enumerate(rows):
+            collected.append(r)
+            fh.write(json.dumps(r, default=float) + "\n")
+            if r.get("violation"):
+                print(f"VIOLATION {r['learner']} {r['generator']} n={r['n']} eta={r['eta']}: advantage "
+                      f"{r['advantage']:.4f} ± {r['std_error']:.4f} > printed {r['bound']:.4f} "
+                      f"(targets {r['violating_targets']})", flush=True)
+            if "audit_error" in r:
+                print(f"AUDIT ERROR {r}", flush=True)
+            if (i + 1) % 100 == 0:
+                print(f"[{i + 1}/{len(cases)}] {time.perf_counter() - t0:.0f} s", flush=True)
+    seconds = time.perf_counter() - t0
+    header = [
+        f"command: `{' '.join(['python', *sys.argv])}`  ",
+        f"python {platform.python_version()}, numpy {np.__version__}, {os.cpu_count()} cpu(s), "
+        f"n_jobs={args.n_jobs}; {len(cases)} datasets, n_mc={args.n_mc}, seed={args.seed}, "
+        f"violation: advantage > printed + {args.z:g} se; {seconds:.0f} s",
+        "",
+    ]
+    table = summarise(collected)
+    print("\n".join(header + table), flush=True)
+    out.with_suffix(".md").write_text("\n".join(header + table) + "\n")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
