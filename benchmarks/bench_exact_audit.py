@@ -54,8 +54,8 @@ def summarise(rows):
     for r in rows:
         by[r["learner"]].append(r)
     lines = [
-        "| learner | datasets audited | refused / crashed | violations | worst advantage / printed bound (± MC) | worst case |",
-        "|---|---:|---:|---:|---|---|",
+        "| learner | datasets audited | no promise printed | refused / crashed | violations | worst advantage / printed bound (± MC) | worst case |",
+        "|---|---:|---:|---:|---:|---|---|",
     ]
     total = defaultdict(int)
     for name in [k for k in LEARNERS if k in by] + sorted(set(by) - set(LEARNERS)):
@@ -64,6 +64,8 @@ def summarise(rows):
         refused = [r for r in rs if "error" in r and r["error"].startswith("every calibration failed")]
         crashed = [r for r in rs if "error" in r and not r["error"].startswith("every calibration failed")]
         broken = [r for r in rs if "audit_error" in r]
+        silent = [r for r in rs if r.get("no_promise")]
+        total["no promise"] += len(silent)
         viol = [r for r in ok if r["violation"]]
         total["audited"] += len(ok)
         total["refused"] += len(refused)
@@ -76,8 +78,10 @@ def summarise(rows):
         else:
             worst, where = "-", "-"
         extra = f" ({len(broken)} audit errors)" if broken else ""
-        lines.append(f"| {name} | {len(ok)} | {len(refused)} / {len(crashed)} | {len(viol)}{extra} | {worst} | {where} |")
-    lines.append(f"| **all** | {total['audited']} | {total['refused']} / {total['crashed']} | {total['violations']} | | |")
+        lines.append(f"| {name} | {len(ok)} | {len(silent)} | {len(refused)} / {len(crashed)} | {len(viol)}{extra} "
+                     f"| {worst} | {where} |")
+    lines.append(f"| **all** | {total['audited']} | {total['no promise']} | {total['refused']} / {total['crashed']} "
+                 f"| {total['violations']} | | |")
     return lines
 
 

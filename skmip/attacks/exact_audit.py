@@ -688,6 +688,13 @@ class RouteError(RuntimeError):
     """The audited release route refused the dataset (for every seed tried) or crashed."""
 
 
+class NoPromise(ValueError):
+    """The fitted object states no eta (``mip_bound_`` is None): there is nothing to break.
+
+    skmip prints no promise where it cannot prove one (``train_size=1.0``; coupling distances
+    that are estimates, e.g. the multinomial and squared-hinge losses)."""
+
+
 
 @contextlib.contextmanager
 def capture_gaussian_noise():
@@ -733,7 +740,7 @@ def _printed_bound(fitted):
             if value is not None:
                 printed[f"best_estimator_.{name}"] = float(value)
     if not printed:
-        raise ValueError(f"{_OWNER}: {type(fitted).__name__} prints no eta (mip_bound_).")
+        raise NoPromise(f"{_OWNER}: {type(fitted).__name__} prints no eta (mip_bound_).")
     return min(printed.values()), printed
 
 

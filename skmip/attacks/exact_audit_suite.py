@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .exact_audit import (
+    NoPromise,
     RouteError,
     audit_gaussian_synthesizer,
     audit_marginal_synthesizer,
@@ -359,6 +360,9 @@ def run_case(case: AuditCase, *, n_mc: int = 20_000, z: float = 3.0, max_seconds
                 X, seeds=seeds, n_mc=n_mc, random_state=case.seed, max_seconds=max_seconds)
     except RouteError as exc:  # the route refused or crashed on this dataset for every seed
         row.update(error=str(exc)[:300], seconds=time.perf_counter() - t0)
+        return row
+    except NoPromise:  # nothing is promised, so nothing can be broken
+        row.update(no_promise=True, violation=False, bound=None, seconds=time.perf_counter() - t0)
         return row
     target, ratio, ratio_se = res.worst()
     zs = res.z_scores()
