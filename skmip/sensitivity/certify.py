@@ -57,7 +57,7 @@ def remainder_ratio(x):
     """
     x = np.asarray(x, dtype=np.float64)
     small = x < 1e-3
-    xs = np.where(small, x, 1.0)
+    xs = np.where(small, 1.0, x)
     with np.errstate(over="ignore", invalid="ignore"):
         big = np.where(np.isinf(xs), np.inf, (np.expm1(xs) - xs) / xs)
     series = x / 2 + x**2 / 6 + x**3 / 24 + x**4 / 100
