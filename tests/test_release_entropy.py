@@ -12,6 +12,9 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
+#: Every test here checks the unseeded path on purpose (its generators, never their draws).
+pytestmark = pytest.mark.os_entropy
+
 FULL = 64  # an OS-entropy SeedSequence has 128 bits; any int32 / uint32 seed has <= 32
 
 
