@@ -342,6 +342,10 @@ class PairCertifier:
         shape = dist.shape
         x_rows, e_rows = (np.broadcast_to(v, shape) for v in (x_rows, e_rows))
         c_e, c_x = np.broadcast_to(c_e, shape), np.broadcast_to(c_x, shape)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # diverging steps: inf
+            return self._tighten(dist, certified, loose, x_rows, e_rows, c_e, c_x)
+
+    def _tighten(self, dist, certified, loose, x_rows, e_rows, c_e, c_x):
         out = certified.copy()
         idx = np.nonzero(loose)
         bounds, moved = self._row_bounds(x_rows[idx], e_rows[idx], c_e[idx], c_x[idx])
@@ -353,12 +357,18 @@ class PairCertifier:
             bounds2, moved[again] = self._row_bounds(x_rows[sub], e_rows[sub], c_e[sub], c_x[sub],
                                                      steps=_MORE_CHORD_STEPS, start=moved[again])
             out[sub] = np.minimum(out[sub], bounds2)
-        start_at = {pair: moved[m] for m, pair in enumerate(zip(*idx))}
+        # Exact solves start from the chord point where the chord steps settled (finite bound),
+        # else from the engine's estimate (chord steps can diverge far from the minimiser).
+        settled = np.isfinite(out[idx])
+        start_at = {pair: moved[m] for m, pair in enumerate(zip(*idx)) if settled[m]}
         loose = self._loose(dist, out)
         glm, theta0 = self.glm, self.theta0
         for idx in zip(*np.nonzero(loose)):
             x, e = int(x_rows[idx]), int(e_rows[idx])
-            start = theta0 + start_at[idx]
+            if idx in start_at:
+                start = theta0 + start_at[idx]
+            else:
+                start = theta0 + c_e[idx] * (self.hinv @ glm.features[e]) - c_x[idx] * (self.hinv @ glm.features[x])
             if not np.all(np.isfinite(start)):
                 start = theta0
             rows = np.sort(np.r_[self.H[self.H != e], x])
