@@ -54,7 +54,7 @@ def summarise(rows):
     for r in rows:
         by[r["learner"]].append(r)
     lines = [
-        "| learner | datasets audited | no promise printed | refused / crashed | violations | worst advantage / printed bound (± MC) | worst case |",
+        "| learner | datasets audited | no promise printed, or noise below the audit's precision | refused / crashed | violations | worst advantage / printed bound (± MC) | worst case |",
         "|---|---:|---:|---:|---:|---|---|",
     ]
     total = defaultdict(int)
@@ -64,7 +64,7 @@ def summarise(rows):
         refused = [r for r in rs if "error" in r and r["error"].startswith("every calibration failed")]
         crashed = [r for r in rs if "error" in r and not r["error"].startswith("every calibration failed")]
         broken = [r for r in rs if "audit_error" in r]
-        silent = [r for r in rs if r.get("no_promise")]
+        silent = [r for r in rs if r.get("no_promise") or r.get("below_precision")]
         total["no promise"] += len(silent)
         viol = [r for r in ok if r["violation"]]
         total["audited"] += len(ok)

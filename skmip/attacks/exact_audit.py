@@ -688,6 +688,11 @@ class RouteError(RuntimeError):
     """The audited release route refused the dataset (for every seed tried) or crashed."""
 
 
+class BelowPrecision(ValueError):
+    """The release's noise is at the precision of the audit's own refits (whitened by the
+    noise, their rounding is not negligible): the exact attacker cannot be computed here."""
+
+
 class NoPromise(ValueError):
     """The fitted object states no eta (``mip_bound_`` is None): there is nothing to break.
 
@@ -853,6 +858,15 @@ def audit_mip_noise_wrapper(
                 f"{_OWNER}: the released parameters minus the noise are {gap:.2e} (relative) from "
                 "the exact minimiser on every training set: the audited map is not the released one."
             )
+    # The refits are exact to a gradient of _GRAD_TOL (relative ~1e-9 of the parameters): where
+    # the noise is comparable, whitened by the noise their rounding is itself a signal that the
+    # released map (solved to machine precision) does not carry.
+    L = np.atleast_2d(np.asarray(shape, dtype=np.float64))
+    L = np.diag(L[0]) if L.shape[0] == 1 else L
+    precision = 1e-8 * (1.0 + np.max(np.abs(outputs[failed == 0]))) * np.linalg.norm(np.linalg.pinv(L), 2) / s
+    if not precision < 1e-2:
+        raise BelowPrecision(f"{_OWNER}: the noise (scale {s:.3g} of its shape) is at the precision of the "
+                             f"audit's refits (whitened rounding {precision:.2g}); this release cannot be audited.")
     res = gaussian_membership_audit(outputs, subsets, n, scale=shape, noise_scale=s, failed=failed,
                                     target=target, n_mc=n_mc, random_state=random_state)
     return _with(res, bound, details)
