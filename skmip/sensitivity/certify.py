@@ -100,8 +100,9 @@ class FitCertificate:
     ----------
     hinv : ndarray (D, D)
         :math:`K^{-1}`, the inverse of :math:`K = \nabla^2 F_H(\theta_0)`.
-    leverage : ndarray (k,)
-        :math:`x_i^\top K^{-1} x_i` of the rows of :math:`H`.
+    features : ndarray (k, D)
+        The rows :math:`x_i` of :math:`H` (their leverages :math:`x_i^\top K^{-1} x_i` bound the
+        margins' moves).
     residual : ndarray (D,)
         :math:`\nabla F_H(\theta_0)` (the solver's residual; the engine takes it as 0).
     whiten : callable
@@ -121,12 +122,13 @@ class FitCertificate:
         Whitened distance from :math:`\theta_0` to the exact minimiser of :math:`F_H`.
     """
 
-    def __init__(self, hinv, leverage, residual, whiten, gsc, nu="eigen"):
+    def __init__(self, hinv, features, residual, whiten, gsc, nu="eigen"):
         W = whiten(np.eye(hinv.shape[0]))  # rows: whitened images of the unit vectors
         M = W.T @ hinv @ W
         # The largest eigenvalue, or (nu="trace", cheaper) the trace, which bounds it.
         top = np.trace(M) if nu == "trace" else linalg.eigvalsh(0.5 * (M + M.T))[-1]
         self.nu = float(max(top, 0.0))
+        leverage = ((features @ hinv) * features).sum(axis=1)  # x_i' K^-1 x_i
         self.lam = float(np.max(leverage)) if np.size(leverage) else 0.0
         self.g0 = float(np.sqrt(max(residual @ hinv @ residual, 0.0)))
         self.gsc = float(gsc)
@@ -202,9 +204,8 @@ def exact_minimiser(features, dloss, d2loss, rows, P, reg_at, start, whiten, gsc
     except linalg.LinAlgError:
         return theta, np.inf
     hinv = linalg.cho_solve(fac, np.eye(K.shape[0]), check_finite=False)
-    leverage = ((F @ hinv) * F).sum(axis=1)
     # At a converged solve the residual is at rounding level: the trace bound on nu costs less.
-    return theta, FitCertificate(hinv, leverage, gradient(theta), whiten, gsc, nu="trace").out_error
+    return theta, FitCertificate(hinv, F, gradient(theta), whiten, gsc, nu="trace").out_error
 
 
 #: A pair whose certificate adds more than this fraction to its estimate is solved exactly.
@@ -241,8 +242,7 @@ class PairCertifier:
         self.reg_const = reg0 - theta0 @ P
         self.whiten = lambda V: whitener.apply(V, index)
         FH = glm.features[H]
-        leverage = ((FH @ hinv) * FH).sum(axis=1)
-        self.fit = FitCertificate(hinv, leverage, residual, self.whiten, glm.gsc)
+        self.fit = FitCertificate(hinv, FH, residual, self.whiten, glm.gsc)
         n, D = glm.features.shape
         self.reach = None
         if H.size * n * D <= _REACH_WORK:
@@ -401,18 +401,15 @@ def release_error(block, rows, scale):
     hinv = linalg.cho_solve(linalg.cho_factor(K, lower=True, check_finite=False), np.eye(K.shape[0]),
                             check_finite=False)
     F = block.glm.features[rows]
-    leverage = ((F @ hinv) * F).sum(axis=1)
     residual = block.gradients[rows].sum(axis=0) + block.regularizer_gradient
-    cert = FitCertificate(hinv, leverage, residual, lambda V: whitener.apply(V, block.index), block.glm.gsc)
+    cert = FitCertificate(hinv, F, residual, lambda V: whitener.apply(V, block.index), block.glm.gsc)
     return cert.out_error
 
 
-def check_release(fitted, X, y, sample_weight, params, scale):
+def check_release(fitted, X, y, sample_weight, scale):
     """Raise unless the polished release is within :data:`RELEASE_TOL` (whitened) of the exact
     minimiser of its objective, the allowance the certified distances carry."""
     from scipy import sparse
-
-    from skmip.params import get_adapter
 
     from ._common import _OWNER
     from .losses import get_smooth_loss
@@ -420,7 +417,6 @@ def check_release(fitted, X, y, sample_weight, params, scale):
     loss = get_smooth_loss(fitted)
     Xd = X.toarray() if sparse.issparse(X) else np.asarray(X, dtype=np.float64)
     rows = np.arange(Xd.shape[0])
-    get_adapter(fitted, params)  # the layout the blocks index
     (block,) = loss.blocks(fitted, Xd, None if y is None else np.asarray(y), rows, sample_weight)
     err = release_error(block, rows, scale)
     if not err <= RELEASE_TOL:

@@ -629,7 +629,7 @@ def _fit_path(wrapper, X, y, etas, fit_params):
         if certified:
             from skmip.sensitivity.certify import check_release
 
-            check_release(base, X_train, y_train, train_params.get("sample_weight"), adapter, scale)
+            check_release(base, X_train, y_train, train_params.get("sample_weight"), scale)
     adapter.canonicalize(base)
     theta = adapter.get_vector(base)
     if theta.shape != sigma.shape:
