@@ -212,11 +212,12 @@ class FitCertificate:
             first = np.minimum(q * ((ae * sums.weighted[e_rows] + ax * sums.weighted[x_rows]) ** 2 + v_e * dK2),
                                sqnu * g_rem)
             fixed = sqnu * self.g0 + np.minimum(sqnu * res_x, np.where(res_x > 0, to_x * res_x / root_a, 0.0))
+            # ||W A^-1 (B - A) e|| <= rho (sum_i l_i'' expm1(y_i)^2 ||W A^-1 x_i||^2)^(1/2) with
+            # y_i = R(|delta_i| + |x_i' e|) <= X and expm1(y) <= y e^X, then Minkowski.
             X = R * (T + kappa * rho)
-            rows = (ae * sums.lever[e_rows] + ax * sums.lever[x_rows] + rho * shrink * sums.C0
-                    + v_e * (ae * sums.lever1[e_rows] + ax * sums.lever1[x_rows] + rho * shrink * sums.C1))
+            rows = ae * sums.squared[e_rows] + ax * sums.squared[x_rows] + v_e * dA + rho * (sums.top + v_e)
             target = det["curv_x"] * np.exp(R * root_a * rho) * root_a * rho * to_x
-            second = rho * R * np.exp(X) * shrink * rows + target
+            second = rho * R * np.exp(X) * rows + target
             err = np.minimum(sqnu * rho, first + fixed + second)
         ok = np.isfinite(err) & np.isfinite(rho)
         return np.where(ok, dist + err + self.out_error + 2 * RELEASE_TOL, np.inf)
@@ -230,9 +231,8 @@ class RowSums:
     :math:`u_i = \|W K^{-1} x_i\|` and :math:`\lambda_i = h_{ii}`, for every row :math:`j`:
     ``reach`` :math:`\ge \max_i |h_{ij}|`, ``quartic`` :math:`\ge (\sum_i \ell_i''
     h_{ij}^4)^{1/4}`, ``weighted`` :math:`\ge (\sum_i \ell_i'' u_i h_{ij}^2)^{1/2}`,
-    ``lever`` :math:`\ge \sum_i \ell_i'' |h_{ij}| \lambda_i^{1/2} u_i` and ``lever1``
-    :math:`\ge \sum_i \ell_i'' |h_{ij}| \lambda_i^{1/2}`; and ``C0`` = :math:`\sum_i
-    \ell_i'' \lambda_i u_i`, ``C1`` = :math:`\sum_i \ell_i'' \lambda_i`. The sums are
+    and ``squared`` :math:`\ge (\sum_i \ell_i'' u_i^2 h_{ij}^2)^{1/2}`; and ``top`` =
+    :math:`\max_i u_i`. The sums are
     exact over a set :math:`S` of rows of :math:`H` (all of them where the
     :math:`(|S|, n)` product costs at most ``_SUMS_WORK``, else the rows of largest
     leverage and of largest :math:`u_i`); the rest is bounded by Cauchy-Schwarz with
@@ -242,22 +242,20 @@ class RowSums:
     def __init__(self, FH, curv, lev, unorm, features, hinv):
         k, D = FH.shape
         n = features.shape[0]
-        self.C0 = float(np.sum(curv * lev * unorm))
-        self.C1 = float(np.sum(curv * lev))
+        self.top = float(unorm.max()) if unorm.size else 0.0
         if k * n * D <= _SUMS_WORK:
             S = np.arange(k)
         else:
             m = min(k, max(D, int(_SUMS_WORK // (n * D))))
             S = np.union1d(np.argsort(-lev)[: (m + 1) // 2], np.argsort(-unorm)[: m // 2])
-        l, root, u = curv[S], np.sqrt(lev[S]), unorm[S]
+        l, u = curv[S], unorm[S]
         h = FH[S] @ hinv @ features.T  # (|S|, n)
         a = np.abs(h)
         self.reach = a.max(axis=0) if S.size else np.zeros(n)
         h2 = a * a
         self.quartic = l @ (h2 * h2)  # to the 4th power for now
         self.weighted = (l * u) @ h2  # squared for now
-        self.lever1 = (l * root) @ a
-        self.lever = (l * root * u) @ a
+        self.squared = (l * u * u) @ h2  # squared for now
         if S.size < k:
             rest = np.setdiff1d(np.arange(k), S)
             hjj = np.maximum(((features @ hinv) * features).sum(axis=1), 0.0)
@@ -265,10 +263,10 @@ class RowSums:
             self.reach = np.maximum(self.reach, np.sqrt(lam_c * hjj))
             self.quartic = self.quartic + lam_c * hjj**2
             self.weighted = self.weighted + u_c * hjj
-            self.lever = self.lever + np.sqrt(hjj * np.sum(curv[rest] * lev[rest] * unorm[rest] ** 2))
-            self.lever1 = self.lever1 + np.sqrt(hjj * np.sum(curv[rest] * lev[rest]))
+            self.squared = self.squared + u_c**2 * hjj
         self.quartic = self.quartic**0.25
         self.weighted = np.sqrt(self.weighted)
+        self.squared = np.sqrt(self.squared)
 
 
 def exact_minimiser(features, dloss, d2loss, rows, P, reg_at, start, whiten, gsc):
@@ -435,12 +433,15 @@ class PairCertifier:
                 root = np.sqrt(fit.leverage)[:, None]
                 E = np.expm1(R * (np.abs(delta) + shrink * root * rho))
                 c1 = self.curv * root[:, 0]
-                rows = (c1 * self.unorm) @ E + v_e * (c1 @ E)
+                E2 = E * E
+                # Each row's |x_i' e| <= ||x_i||_{A^-1} rho, or all rows' sum_i l_i'' (x_i' e)^2 <= rho^2.
+                rows = np.minimum(shrink * ((c1 * self.unorm) @ E + v_e * (c1 @ E)),
+                                  np.sqrt((self.curv * self.unorm**2) @ E2) + v_e * np.sqrt(self.curv @ E2))
                 to_x = xx @ hinv + (kap * (xi_e * xx).sum(-1) / den)[:, None] * xi_e  # A^-1 x_x
                 root_a = np.sqrt(np.maximum((to_x * xx).sum(-1), 0.0))
                 curv_x = glm.d2loss(mx + (xx * Delta).sum(-1), xj)
                 target = curv_x * np.exp(R * root_a * rho) * root_a * rho * np.linalg.norm(self.whiten(to_x), axis=-1)
-                second = rho * shrink * rows + target + sqnu * kappa * slack
+                second = rho * rows + target + sqnu * kappa * slack
                 chord = np.linalg.norm(self.whiten(Delta - step), axis=-1) * (1.0 + 1e-12)
             dist = np.linalg.norm(self.whiten(Delta), axis=-1) * (1.0 + 1e-12)
             ok = good & np.isfinite(err) & np.isfinite(dist)
