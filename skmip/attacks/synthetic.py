@@ -24,14 +24,13 @@ categories (:class:`RecordEncoder`).
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import logsumexp
 
-from skmip._validation import check_int, check_interval
+from skmip._validation import check_interval
 
 __all__ = [
     "RecordEncoder",
@@ -50,8 +49,6 @@ __all__ = [
 CERTAIN = 1e300
 #: Rows x synthetic records per block of a distance computation (memory ~ 8 bytes each).
 _BLOCK = 2**22
-#: Largest number of halves the exact marginal attack enumerates.
-MAX_EXACT_HALVES = 20_000
 
 
 # ----------------------------------------------------------------------------- encoding
@@ -470,7 +467,8 @@ class MarginalLikelihoodAttack(SyntheticAttack):
     output; ``tables_`` is its post-processing, so no attack on it does better) and scores
     :math:`\log P(v \mid x^* \in S) - \log P(v \mid x^* \notin S)`:
 
-    * **exact** when D has at most ``max_halves`` halves: the average of the noise density
+    * **exact** when D's halves can be enumerated (at most 20,000,
+      :func:`skmip.attacks.exact_audit.enumerate_subsets`): the average of the noise density
       over every half containing / not containing :math:`x^*` -- the Bayes-optimal attacker
       of Izzo et al.'s Proposition 2 for this release;
     * otherwise with the sampling law of the other members approximated by a Gaussian
@@ -487,8 +485,8 @@ class MarginalLikelihoodAttack(SyntheticAttack):
     Parameters
     ----------
     exact : {"auto", True, False}, default="auto"
-        ``"auto"``: exact when the number of halves is at most ``max_halves``.
-    max_halves : int, default=20000
+        ``"auto"``: exact when the halves of D can be enumerated, else the Gaussian
+        approximation. ``True`` raises if they cannot.
 
     Notes
     -----
@@ -506,17 +504,16 @@ class MarginalLikelihoodAttack(SyntheticAttack):
     Examples
     --------
     >>> MarginalLikelihoodAttack()
-    MarginalLikelihoodAttack(exact='auto', max_halves=20000)
+    MarginalLikelihoodAttack(exact='auto')
     """
 
     name = "marginal_likelihood"
 
-    def __init__(self, exact="auto", max_halves: int = MAX_EXACT_HALVES):
+    def __init__(self, exact="auto"):
         self.exact = exact
-        self.max_halves = max_halves
 
     def __repr__(self):
-        return f"MarginalLikelihoodAttack(exact={self.exact!r}, max_halves={self.max_halves!r})"
+        return f"MarginalLikelihoodAttack(exact={self.exact!r})"
 
     def applies(self, synthesizer) -> bool:
         return hasattr(synthesizer, "noisy_tables_") and hasattr(synthesizer, "marginals_")
@@ -524,22 +521,17 @@ class MarginalLikelihoodAttack(SyntheticAttack):
     def prepare(self, X, X_reference, encoder):
         if self.exact not in ("auto", True, False):
             raise ValueError(f"MarginalLikelihoodAttack: exact must be 'auto', True or False; got {self.exact!r}.")
-        check_int("MarginalLikelihoodAttack", "max_halves", self.max_halves, 1, None)
+        from skmip.attacks.exact_audit import _MAX_SUBSETS, enumerate_subsets
+
         X = np.asarray(X)
         n = X.shape[0]
         k = n // 2
-        n_halves = math.comb(n, k)
-        exact = self.exact is True or (self.exact == "auto" and n_halves <= self.max_halves)
-        if self.exact is True and n_halves > 100 * MAX_EXACT_HALVES:
-            raise ValueError(
-                f"MarginalLikelihoodAttack: exact=True needs all C({n}, {k}) = {n_halves} halves of D; "
-                "that is too many. Use exact='auto' (the Gaussian approximation) or fewer rows."
-            )
+        exact = self.exact is True or (self.exact == "auto" and math.comb(n, k) <= _MAX_SUBSETS)
         halves = None
         if exact:
-            halves = np.zeros((n_halves, n), dtype=bool)
-            for h, rows in enumerate(itertools.combinations(range(n), k)):
-                halves[h, list(rows)] = True
+            subsets = enumerate_subsets(n, k)  # raises, naming the limit, when there are too many
+            halves = np.zeros((subsets.shape[0], n), dtype=bool)
+            halves[np.arange(subsets.shape[0])[:, None], subsets] = True
         return {"values": X.astype(str), "exact": exact, "halves": halves, "cache": {}}
 
     # -- per synthesizer
