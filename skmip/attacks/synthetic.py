@@ -480,7 +480,8 @@ class MarginalLikelihoodAttack(SyntheticAttack):
 
     A record whose value of a column is missing from a synthesizer's ``categories_`` while
     that synthesizer listed its training set's categories (``train_size=1.0``) is certainly
-    not a member; it gets the lowest score (the leak that makes that mode promise nothing).
+    not a member, and the only record of D holding a listed value certainly is one; they get
+    the lowest and the highest score (the leak that makes that mode promise nothing).
 
     Parameters
     ----------
@@ -572,6 +573,12 @@ class MarginalLikelihoodAttack(SyntheticAttack):
             scores = self._gaussian(cells, listed, v, n_cells, k, sd, state["cache"])
         if given_subset:
             scores = np.where(listed, scores, -CERTAIN)
+            # ... and the only record of D holding a listed value is certainly a member.
+            for j, cats in enumerate(synthesizer.categories_):
+                held, counts = np.unique(values[:, j], return_counts=True)
+                sole = held[counts == 1]
+                scores = np.where(np.isin(values[:, j], np.intersect1d(sole, np.asarray(cats).astype(str))),
+                                  CERTAIN, scores)
         return scores
 
     @staticmethod
