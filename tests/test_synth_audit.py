@@ -113,6 +113,26 @@ def test_exact_marginal_likelihood_matches_enumeration():
             np.testing.assert_array_equal(np.sign(got[~finite]), np.sign(want[~finite]))
 
 
+def test_gaussian_approximation_agrees_with_the_exact_attack_under_large_noise():
+    """The Gaussian approximation is exact to first order in (sampling variance / noise variance)."""
+    rng = np.random.default_rng(0)
+    X = np.c_[rng.integers(0, 3, 12), rng.integers(0, 2, 12)]
+    enc = RecordEncoder(X)
+    exact, approx = MarginalLikelihoodAttack(exact=True), MarginalLikelihoodAttack(exact=False)
+    state_exact, state_approx = exact.prepare(X, None, enc), approx.prepare(X, None, enc)
+    assert state_exact["exact"] and not state_approx["exact"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyWarning)
+        # train_size=0.5: categories from D, D_train a random half of the 12 rows (the release mode).
+        synth = DPMarginalSynthesizer(epsilon=0.05, delta=1e-6, marginals=[(0, 1)], random_state=1).fit(X)
+    a = exact.score(synth, None, X, state_exact)
+    b = approx.score(synth, None, X, state_approx)
+    # A cell fraction of a half of 12 rows varies by at most 1/4 (sd); the noise sd is ~16, so the
+    # neglected terms are ~(0.25 / 16)^2 = 2e-4 of the score.
+    ratio = (0.25 / synth.noise_scale_) ** 2
+    assert np.max(np.abs(a - b)) <= 5 * ratio * np.max(np.abs(a))
+
+
 def test_marginal_attack_in_the_game_and_dp_promise():
     rng = np.random.default_rng(1)
     a = rng.integers(0, 3, 300)
