@@ -122,6 +122,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the audit (splits, games, and each model's seed in the game). "
                         "Right for an audit, wrong for a release. Default: 0.")
+    p.add_argument("--synthesizer", action="append", metavar="NAME",
+                   help="audit a synthesizer of the dataset's records instead of a model; repeat for "
+                        "several: mip-marginal (MIPMarginalSynthesizer at each --eta), dp-marginal "
+                        "(DPMarginalSynthesizer at the equal promise), copying (a control that copies "
+                        "training records). Attacks: density ratio (DOMIAS), closest record, and the "
+                        "likelihood of the noisy marginals (docs/auditing.md, 'Auditing a synthesizer').")
+    p.add_argument("--bins", type=int, default=6,
+                   help="with --synthesizer: quantile bins of each numeric column (the records are "
+                        "categorical). Default: 6.")
     p.add_argument("--json", metavar="OUT", help="also write the results as JSON to OUT")
     p.add_argument("--report", metavar="OUT.html",
                    help="also write a self-contained HTML report: the ROC curves of all rows on "
@@ -362,6 +371,17 @@ def _validate(args):
             raise CLIError('--report needs matplotlib: pip install "skmip[plot]"') from None
 
 
+def _audit_synthesizers(args, say):
+    """``--synthesizer``: the membership game on synthesizers (:mod:`skmip.synth_cli`)."""
+    from skmip.synth_cli import SynthesizerPlanError, audit_synthesizers
+
+    args.eta = args.eta or [0.1]
+    try:
+        return audit_synthesizers(_load(args), args, say)
+    except SynthesizerPlanError as exc:
+        raise CLIError(str(exc)) from None
+
+
 def main(argv=None) -> int:
     """Entry point of the ``skmip`` console script; returns the exit code."""
     parser = build_parser()
@@ -369,6 +389,8 @@ def main(argv=None) -> int:
     say = _progress(not args.quiet)
     try:
         _validate(args)
+        if args.synthesizer:
+            return _audit_synthesizers(args, say)
         rows, bunch = run(args, say)
     except CLIError as exc:
         print(f"skmip: error: {exc}", file=sys.stderr)
