@@ -221,12 +221,10 @@ class MIPTabularSynthesizer(BaseEstimator):
         self._validate()
         probe = copy.copy(self)
         with input_errors(_OWNER):
-            validate_data(probe, X, skip_check_array=True)
-        columns, names, dtypes, is_frame = _columns_of(X)
-        n = len(columns[0]) if columns else 0
-        if not columns or n < 2:
-            raise ValueError(f"{_OWNER}: X needs at least 1 column and 2 rows; got {n} row(s), "
-                             f"{len(columns)} column(s).")
+            # Shapes, sparse and complex input, names; values stay as given (NaN = missing).
+            array = validate_data(probe, X, dtype=None, ensure_all_finite=False, ensure_min_samples=2)
+        columns, names, dtypes, is_frame = _columns_of(X if hasattr(X, "columns") else array)
+        n = len(columns[0])
         has_target = y is not None
         kinds = {}
         if has_target:
