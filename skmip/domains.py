@@ -60,8 +60,8 @@ def _as_float(values):
 class ColumnDomain:
     """The finite domain of one column and its encoding into cell codes.
 
-    Codes ``0 .. size - 1``: for a categorical column, the index in ``categories``; for a
-    numeric one, the atoms first (values held by a large share of D, each a cell of its
+    Codes ``0 .. size - 1``: for a categorical column, the index in ``categories``, then one
+    cell shared by the ``pooled`` categories; for a numeric one, the atoms first (values held by a large share of D, each a cell of its
     own) and then the intervals ``[edges[i], edges[i + 1])`` (the last one closed); the last
     code is "missing" when ``missing`` is True.
 
@@ -71,7 +71,9 @@ class ColumnDomain:
         Column name (or index).
     kind : {"categorical", "numeric"}
     categories : ndarray or None
-        Categorical columns: the categories.
+        Categorical columns: the categories with a cell of their own.
+    pooled : ndarray
+        Categorical columns: rare categories sharing one cell (decoded uniformly among them).
     edges : ndarray or None
         Numeric columns: increasing interval edges, outermost included (empty when the
         column has atoms only).
@@ -88,6 +90,7 @@ class ColumnDomain:
     name: object
     kind: str
     categories: np.ndarray | None = None
+    pooled: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=object))
     edges: np.ndarray | None = None
     atoms: np.ndarray = field(default_factory=lambda: np.empty(0))
     integer: bool = False
@@ -98,7 +101,7 @@ class ColumnDomain:
     def n_values(self) -> int:
         """Number of codes for non-missing values."""
         if self.kind == "categorical":
-            return len(self.categories)
+            return len(self.categories) + int(len(self.pooled) > 0)
         return len(self.atoms) + max(len(self.edges) - 1, 0)
 
     @property
@@ -119,6 +122,7 @@ class ColumnDomain:
         present = values[~miss]
         if self.kind == "categorical":
             lookup = {v: i for i, v in enumerate(self.categories.tolist())}
+            lookup.update((v, len(self.categories)) for v in self.pooled.tolist())
             try:
                 codes[~miss] = [lookup[v] for v in present.tolist()]
             except KeyError as exc:
@@ -159,7 +163,11 @@ class ColumnDomain:
         miss = codes == self.n_values
         if self.kind == "categorical":
             out = np.empty(codes.shape[0], dtype=object)
-            out[~miss] = self.categories[codes[~miss]]
+            own = codes < len(self.categories)
+            out[own] = self.categories[codes[own]]
+            pool = ~own & ~miss
+            if pool.any():
+                out[pool] = self.pooled[rng.integers(0, len(self.pooled), int(pool.sum()))]
             out[miss] = np.nan
             return out
         out = np.full(codes.shape[0], np.nan)
@@ -198,8 +206,21 @@ def _numeric_domain(x, n_bins):
     return edges.astype(np.float64), atoms.astype(np.float64)
 
 
-def infer_domains(columns, names, *, n_bins=10, bins=None, categories=None, kinds=None,
-                  owner="infer_domains") -> list[ColumnDomain]:
+def _pool(cats, present, min_frequency):
+    """``(own, pooled)``: categories held by at least ``min_frequency`` of the rows, and the rest
+    (pooled only when at least two are rare: one rare category keeps its own cell)."""
+    if min_frequency <= 0 or cats.size < 3:
+        return cats, np.empty(0, dtype=object)
+    lookup = {v: i for i, v in enumerate(cats.tolist())}
+    counts = np.bincount([lookup[v] for v in present.tolist()], minlength=cats.size)
+    rare = counts < min_frequency * len(present)
+    if rare.sum() < 2:
+        return cats, np.empty(0, dtype=object)
+    return cats[~rare], cats[rare]
+
+
+def infer_domains(columns, names, *, n_bins=10, bins=None, categories=None, kinds=None, min_frequency=0.0,
+                  keep=(), owner="infer_domains") -> list[ColumnDomain]:
     """One :class:`ColumnDomain` per column: given by the user, or computed from D.
 
     Parameters
@@ -222,6 +243,12 @@ def infer_domains(columns, names, *, n_bins=10, bins=None, categories=None, kind
     kinds : dict, optional
         ``{name: "categorical" or "numeric"}`` for columns without a given domain; otherwise
         a column is numeric when all its values are numbers (booleans are categories).
+    min_frequency : float, default=0.0
+        Categorical columns computed from D: categories held by fewer than this share of the
+        rows share one cell (``pooled``), so that a column with many rare categories does not
+        spread the same records over many noisy cells.
+    keep : collection, default=()
+        Names of columns whose categories are never pooled (e.g. the class label).
 
     Returns
     -------
@@ -281,7 +308,8 @@ def infer_domains(columns, names, *, n_bins=10, bins=None, categories=None, kind
                         cats = np.unique(present)
                     except TypeError:  # values of mixed types: sort by their text
                         cats = np.array(sorted(set(present.tolist()), key=repr), dtype=object)
-                dom = ColumnDomain(name, "categorical", categories=cats.astype(object), missing=bool(miss.any()))
+                cats, pooled = _pool(cats.astype(object), present, min_frequency if name not in keep else 0.0)
+                dom = ColumnDomain(name, "categorical", categories=cats, pooled=pooled, missing=bool(miss.any()))
             else:
                 if not np.all(np.isfinite(x)):
                     raise ValueError(f"{owner}: numeric column {name!r} holds an infinite value; clip or drop it.")

@@ -90,6 +90,10 @@ class MIPTabularSynthesizer(BaseEstimator):
         their quantiles into the remaining cells. A numeric column with at most ``n_bins``
         distinct values keeps them exactly. More cells resolve the column finer but spread
         the same records over more noisy cells.
+    min_frequency : float, default=0.0
+        Categorical columns whose domain is computed from D: categories held by fewer than
+        this share of the rows share one cell, decoded uniformly among them (never the
+        target's classes). Fewer cells spread the same records over fewer noisy cells.
     bins : dict, optional
         ``{column: edges}``: user-given interval edges (outermost included, strictly
         increasing) of numeric columns. A value of D outside them raises an error.
@@ -172,10 +176,11 @@ class MIPTabularSynthesizer(BaseEstimator):
     ((5, 2), (5,), 0.1)
     """
 
-    def __init__(self, *, eta: float = 0.1, n_bins: int = 10, bins=None, categories=None, target: str = "auto",
-                 train_size: float = 0.5, random_state=None):
+    def __init__(self, *, eta: float = 0.1, n_bins: int = 10, min_frequency: float = 0.0, bins=None,
+                 categories=None, target: str = "auto", train_size: float = 0.5, random_state=None):
         self.eta = eta
         self.n_bins = n_bins
+        self.min_frequency = min_frequency
         self.bins = bins
         self.categories = categories
         self.target = target
@@ -186,6 +191,8 @@ class MIPTabularSynthesizer(BaseEstimator):
         check_eta(_OWNER, self.eta)
         check_int(_OWNER, "n_bins", self.n_bins, 2, None,
                   why="it is the number of cells of a numeric column; 10 is the default.")
+        check_interval(_OWNER, "min_frequency", self.min_frequency, 0, 1, closed="left",
+                       why="it is the share of rows below which categories share one cell; 0 pools none.")
         for name in ("bins", "categories"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, dict):
@@ -242,7 +249,8 @@ class MIPTabularSynthesizer(BaseEstimator):
         else:
             names_all = names
         domains = infer_domains(columns, names_all, n_bins=self.n_bins, bins=self.bins,
-                                categories=self.categories, kinds=kinds, owner=_OWNER)
+                                categories=self.categories, kinds=kinds, min_frequency=self.min_frequency,
+                                keep={target_name} if has_target else (), owner=_OWNER)
         if has_target:
             domains[-1].name = "y"
         codes = np.stack([d.encode(c, owner=_OWNER) for d, c in zip(domains, columns)], axis=1)

@@ -198,6 +198,18 @@ def test_numeric_domain_atoms_quantiles_and_decoding():
             np.array(["a", None], dtype=object))
 
 
+def test_rare_categories_share_one_cell_but_classes_never_do():
+    values = np.array(["a"] * 90 + ["b", "c", "d"] * 3 + ["e"], dtype=object)
+    (d,) = infer_domains([values], ["c"], min_frequency=0.05)
+    assert d.categories.tolist() == ["a"] and d.pooled.tolist() == ["b", "c", "d", "e"] and d.size == 2
+    codes = d.encode(values)
+    assert np.all(codes[:90] == 0) and np.all(codes[90:] == 1)
+    decoded = d.decode(np.ones(400, dtype=int), np.random.default_rng(0))
+    assert set(decoded) == {"b", "c", "d", "e"}  # uniform over the pool: each about 100 of 400
+    (label,) = infer_domains([values], ["y"], min_frequency=0.05, keep={"y"})
+    assert label.pooled.size == 0 and label.size == 5
+
+
 def test_synthesizer_on_arrays_without_target():
     X, _ = _blobs(500)
     synth = _quiet(MIPTabularSynthesizer(eta=0.3, n_bins=5, random_state=0).fit, X)
