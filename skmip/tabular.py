@@ -90,10 +90,12 @@ class MIPTabularSynthesizer(BaseEstimator):
         their quantiles into the remaining cells. A numeric column with at most ``n_bins``
         distinct values keeps them exactly. More cells resolve the column finer but spread
         the same records over more noisy cells.
-    min_frequency : float, default=0.0
+    min_frequency : float, default=0.01
         Categorical columns whose domain is computed from D: categories held by fewer than
         this share of the rows share one cell, decoded uniformly among them (never the
-        target's classes). Fewer cells spread the same records over fewer noisy cells.
+        target's classes; ``0`` pools none). Fewer cells spread the same records over fewer
+        noisy cells: on adult (eta = 0.1) pooling at 1% halves the released cells (4,512 to
+        2,020) and lowers the mean 2-way TV from 0.051 to 0.046 (docs/any_estimator.md).
     bins : dict, optional
         ``{column: edges}``: user-given interval edges (outermost included, strictly
         increasing) of numeric columns. A value of D outside them raises an error.
@@ -176,7 +178,7 @@ class MIPTabularSynthesizer(BaseEstimator):
     ((5, 2), (5,), 0.1)
     """
 
-    def __init__(self, *, eta: float = 0.1, n_bins: int = 10, min_frequency: float = 0.0, bins=None,
+    def __init__(self, *, eta: float = 0.1, n_bins: int = 10, min_frequency: float = 0.01, bins=None,
                  categories=None, target: str = "auto", train_size: float = 0.5, random_state=None):
         self.eta = eta
         self.n_bins = n_bins

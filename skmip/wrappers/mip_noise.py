@@ -72,7 +72,10 @@ class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
     et al.'s Corollary 10). ``"auto"`` uses the coupling calibration wherever skmip computes
     swap distances without refitting (a registered smooth loss: logistic regression, ridge,
     least squares, Poisson/Gamma/Tweedie GLMs, squared-hinge ``LinearSVC``) and the moments
-    calibration for every other estimator.
+    calibration for every other estimator a parameter adapter reads. Estimators without
+    continuous parameters (trees, forests, boosting, k-NN) are trained instead on records drawn
+    from an eta-MIP synthesizer of ``(X, y)`` (``method_="synthetic"``; post-processing keeps
+    its promise).
 
     Parameters
     ----------
