@@ -141,7 +141,7 @@ class MIPTabularSynthesizer(BaseEstimator):
         Whether ``y`` was given (then :meth:`sample` returns ``(X, y)``).
     n_features_in_ : int
         Number of columns of ``X``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (n_columns,)
         Column names of ``X``, when it has string column names.
 
     Notes
