@@ -118,6 +118,16 @@ def test_regressor_and_fit_params():
         MIPNoiseWrapper(DecisionTreeRegressor(), eta=0.2).fit(X, target, sample_weight=np.ones(500))
 
 
+def test_unsupervised_estimator_without_adapter():
+    from sklearn.ensemble import IsolationForest
+
+    X, _ = _blobs(400)
+    w = _quiet(MIPNoiseWrapper(IsolationForest(n_estimators=20), eta=0.2, random_state=0).fit, X)
+    assert w.method_ == "synthetic" and not w.synthesizer_.has_target_ and w.mip_bound_ == 0.2
+    # Points far outside every bin of D score as outliers of the synthetic data too.
+    assert w.predict(np.full((1, 3), 50.0)).tolist() == [-1]
+
+
 # ----------------------------------------------------------------------------- the promise
 def test_given_subset_prints_no_promise():
     X, y = _blobs(400)
