@@ -49,3 +49,31 @@ def markdown_table(header, rows):
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def load_frame(name, n_samples=None, seed=0):
+    """``(DataFrame, y)`` of a bundled tabular dataset with its categorical columns as strings.
+
+    The bundled copies are one-hot encoded (``"column=value"`` blocks, public category lists);
+    this undoes that encoding, so that a synthesizer sees the table as it was published.
+    """
+    import pandas as pd
+
+    d = load_dataset(name, n_samples=n_samples, random_state=seed)
+    names = [str(n) for n in d.feature_names]
+    columns, order = {}, []
+    for i, n in enumerate(names):
+        col = n.split("=", 1)[0]
+        if col not in order:
+            order.append(col)
+        if "=" in n:
+            columns.setdefault(col, []).append(i)
+    frame = {}
+    for col in order:
+        if col in columns:
+            block = columns[col]
+            labels = np.array([names[i].split("=", 1)[1] for i in block], dtype=object)
+            frame[col] = labels[np.argmax(d.data[:, block], axis=1)]
+        else:
+            frame[col] = d.data[:, names.index(col)]
+    return pd.DataFrame(frame), d.target

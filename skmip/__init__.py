@@ -33,6 +33,7 @@ _EXPORTS = {
     "MIPGaussianSynthesizer": "skmip.synthetic",
     "MIPMarginalSynthesizer": "skmip.marginals",
     "DPMarginalSynthesizer": "skmip.marginals",
+    "MIPTabularSynthesizer": "skmip.tabular",
     "MIAttackScorer": "skmip.scoring",
     "make_mi_scorer": "skmip.scoring",
     "SynthesizerAuditor": "skmip.synth_audit",
@@ -42,7 +43,7 @@ _EXPORTS = {
 }
 
 _SUBMODULES = ("bounds", "mechanisms", "moments", "params", "exceptions", "wrappers", "statistic",
-    "subsampled", "dp_logistic", "datasets", "synthetic", "marginals", "dp_baselines",
+    "subsampled", "dp_logistic", "datasets", "synthetic", "marginals", "tabular", "domains", "dp_baselines",
     "nn", "game", "attacks", "metrics", "scoring", "display", "cli", "report",
 )
 

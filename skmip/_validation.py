@@ -199,7 +199,9 @@ def check_predict_input(estimator, X):
     check_n_features(type(estimator).__name__, X, estimator.n_features_in_)
     if len(getattr(X, "shape", ())) == 2:  # column names (other shapes: the inner model's error)
         validate_data(estimator, X, reset=False, skip_check_array=True)
-    return X.to_numpy() if hasattr(X, "columns") else X
+    # A model trained on a DataFrame (the synthetic route of MIPNoiseWrapper) gets one.
+    keep_frame = hasattr(getattr(estimator, "estimator_", None), "feature_names_in_")
+    return X.to_numpy() if hasattr(X, "columns") and not keep_frame else X
 
 
 def check_cv_folds(owner, cv, y, n, classifier):

@@ -240,6 +240,17 @@ class _MarginalSynthesizer(BaseEstimator):
         """``(noise on the cell fractions, fitted attributes)`` of the mechanism."""
         raise NotImplementedError
 
+    def _encode(self, X):
+        """``(categories, codes)``: each column's sorted distinct values in D and the codes."""
+        n, n_columns = X.shape
+        categories, codes = [], np.empty((n, n_columns), dtype=np.int64)
+        for j in range(n_columns):
+            # The category lists are a function of D only (Definition 1 conditions on D);
+            # they are released so that samples can be decoded.
+            cats, codes[:, j] = np.unique(X[:, j], return_inverse=True)
+            categories.append(cats)
+        return categories, codes
+
     def _validate_common(self):
         check_interval(
             self._owner, "train_size", self.train_size, 0, 1, closed="right",
@@ -269,12 +280,7 @@ class _MarginalSynthesizer(BaseEstimator):
             X = validate_data(probe, X, dtype=None, ensure_all_finite=True)
         check_privacy_seed(self._owner, self.random_state)
         n, n_columns = X.shape
-        categories, codes = [], np.empty((n, n_columns), dtype=np.int64)
-        for j in range(n_columns):
-            # The category lists are a function of D only (Definition 1 conditions on D);
-            # they are released so that samples can be decoded.
-            cats, codes[:, j] = np.unique(X[:, j], return_inverse=True)
-            categories.append(cats)
+        categories, codes = self._encode(X)
         names = getattr(probe, "feature_names_in_", None)
         marginals = self._structure(codes, names)
         if self.train_size == 1.0:

@@ -241,6 +241,8 @@ CI_CASES = [
     AuditCase("MIPNoiseWrapperCV(Ridge)", "outlier_wrong_label", 12, 0.1, 0.5, (("alpha", 1.0),), 21),
     AuditCase("MIPGaussianSynthesizer", "outlier_wrong_label", 12, 0.1, 0.5, (("center", True),), 22),
     AuditCase("MIPMarginalSynthesizer", "rare_category", 11, 0.05, 0.5, (), 23),
+    AuditCase("MIPNoiseWrapper(DecisionTreeClassifier), synthetic", "rare_category", 12, 0.1, 0.5, (), 24),
+    AuditCase("MIPNoiseWrapper(DecisionTreeClassifier), synthetic", "outlier_duplicate", 10, 0.2, 0.5, (), 25),
 ]
 @pytest.mark.parametrize("case", CI_CASES, ids=[f"{c.learner}-{c.generator}" for c in CI_CASES])
 def test_ci_subset_keeps_every_printed_bound(case):

@@ -49,6 +49,7 @@ __all__ = [
     "capture_gaussian_noise",
     "audit_mip_noise_wrapper",
     "audit_gaussian_synthesizer",
+    "audit_synthetic_route",
     "audit_marginal_synthesizer",
 ]
 
@@ -984,7 +985,6 @@ def audit_marginal_synthesizer(
     MembershipAuditResult
     """
     X = np.asarray(X)
-    n = X.shape[0]
     synth, _, retries = _fit_retrying(make_synthesizer, X, None, seeds, capture=False,
                                           max_seconds=max_seconds)
     codes = np.stack(
@@ -994,12 +994,19 @@ def audit_marginal_synthesizer(
         if not np.array_equal(cats[codes[:, j]], X[:, j]):
             raise AssertionError(f"{_OWNER}: categories_ of column {j} do not cover D.")
     sizes = [len(c) for c in synth.categories_]
+    return _audit_cell_fractions(synth, synth, codes, sizes, synth.marginals_, retries, target, n_mc,
+                                 random_state)
+
+
+def _audit_cell_fractions(printed_by, synth, codes, sizes, marginals, retries, target, n_mc, random_state):
+    """The exact audit of noisy cell fractions of ``marginals`` over every k-subset of coded D."""
+    n = codes.shape[0]
     k = int(synth.n_train_)
     if k >= n:
         raise ValueError(f"{_OWNER}: train_size=1.0 has no D to audit against (n_train_ = n).")
     subsets = enumerate_subsets(n, k)
     blocks = []
-    for m in synth.marginals_:
+    for m in marginals:
         shape = tuple(sizes[j] for j in m)
         cell = np.ravel_multi_index(tuple(codes[:, j] for j in m), shape)
         onehot = np.eye(int(np.prod(shape)))[cell]  # (n, cells)
@@ -1007,8 +1014,51 @@ def audit_marginal_synthesizer(
     phi = np.hstack(blocks)
     outputs = phi[subsets].mean(axis=1)
     s = float(synth.noise_scale_)
-    details = {"printed": _printed_bound(synth)[1], "retries": retries, "learner": repr(synth),
-               "marginals": [tuple(int(j) for j in m) for m in synth.marginals_]}
+    details = {"printed": _printed_bound(printed_by)[1], "retries": retries, "learner": repr(printed_by),
+               "marginals": [tuple(int(j) for j in m) for m in marginals]}
     res = gaussian_membership_audit(outputs, subsets, n, scale=np.ones(phi.shape[1]), noise_scale=s,
                                     target=target, n_mc=n_mc, random_state=random_state)
-    return _with(res, _printed_bound(synth)[0], details)
+    return _with(res, _printed_bound(printed_by)[0], details)
+
+
+def audit_synthetic_route(
+    make_wrapper, X: ArrayLike, y: ArrayLike, *, seeds=range(20), target=None, n_mc: int = 20_000,
+    random_state=0, max_seconds: float | None = None,
+) -> MembershipAuditResult:
+    r"""Exact membership audit of ``MIPNoiseWrapper``'s synthetic route (``method_="synthetic"``).
+
+    The wrapper trains its estimator on records sampled from ``synthesizer_``, a
+    ``MIPTabularSynthesizer`` of the table ``(X, y)``: the release is the vector of cell
+    fractions over :math:`S` of the coded records (codes by the published ``domains_``,
+    functions of :math:`D` when ``train_size < 1``) on the published ``marginals_``, plus
+    :math:`s z` with :math:`s` = ``noise_scale_``; the tables, the samples and the model
+    trained on them are post-processing of it. Each categorical code is checked to decode
+    to the value it codes.
+
+    Parameters
+    ----------
+    make_wrapper : callable
+        ``seed -> unfitted MIPNoiseWrapper`` whose estimator takes the synthetic route.
+    X : array_like of shape (n, c)
+    y : array_like of shape (n,)
+    seeds, target, n_mc, random_state, max_seconds
+        As in :func:`audit_mip_noise_wrapper`.
+
+    Returns
+    -------
+    MembershipAuditResult
+    """
+    X = np.asarray(X)
+    wrapper, _, retries = _fit_retrying(make_wrapper, X, y, seeds, capture=False, max_seconds=max_seconds)
+    if wrapper.method_ != "synthetic":
+        raise ValueError(f"{_OWNER}: the wrapper took method_={wrapper.method_!r}, not the synthetic route.")
+    synth = wrapper.synthesizer_
+    columns = [X[:, j] for j in range(X.shape[1])] + ([np.asarray(y)] if synth.has_target_ else [])
+    codes = np.stack([d.encode(c) for d, c in zip(synth.domains_, columns)], axis=1)
+    for d, c, code in zip(synth.domains_, columns, codes.T):
+        values = d.categories if d.kind == "categorical" else d.atoms
+        if len(values) and code.max() < len(values) and not np.array_equal(values[code], c):
+            raise AssertionError(f"{_OWNER}: the domain of column {d.name!r} does not code D one to one.")
+    sizes = [d.size for d in synth.domains_]
+    return _audit_cell_fractions(wrapper, synth, codes, sizes, synth.marginals_, retries, target, n_mc,
+                                 random_state)

@@ -4,7 +4,8 @@ Every case is a tiny dataset :math:`D` (n = 9-12 rows) built to be hard for the 
 -- far outliers with the wrong label (alone or duplicated), near-duplicates with conflicting
 labels, high-leverage rows, separable classes, rare categories (a one-hot column with a single
 1), plain Gaussian rows -- a release route that prints an eta (``MIPNoiseWrapper`` with every
-learner ``method="auto"`` calibrates by coupling, ``MIPNoiseWrapperCV``, both synthesizers)
+learner ``method="auto"`` calibrates by coupling, ``MIPNoiseWrapperCV``, both synthesizers, and the wrapper's
+synthetic route for a decision tree)
 with its defaults or with scikit-learn's default ``C``/``alpha`` and a few others, and an eta.
 :func:`run_case` fits the route, audits the release exactly
 (:mod:`skmip.attacks.exact_audit`) and says whether some record's exact advantage exceeds the
@@ -27,6 +28,7 @@ from .exact_audit import (
     audit_gaussian_synthesizer,
     audit_marginal_synthesizer,
     audit_mip_noise_wrapper,
+    audit_synthetic_route,
 )
 
 __all__ = ["GENERATORS", "LEARNERS", "AuditCase", "make_cases", "make_dataset", "issue19_dataset", "run_case"]
@@ -116,10 +118,12 @@ def make_dataset(generator: str, task: str, n: int, rng) -> tuple[np.ndarray, np
     ----------
     generator : str
         A key of :data:`GENERATORS`.
-    task : {"binary", "multiclass", "regression", "count", "positive", "continuous", "categorical"}
+    task : {"binary", "multiclass", "regression", "count", "positive", "continuous", "categorical", \
+"labelled categorical"}
         What the rows feed: a classifier (balanced labels), a regressor, a Poisson/Tweedie
         model (counts), a Gamma model (positive targets), the Gaussian synthesizer (rows
-        only) or the marginal synthesizer (categorical columns only).
+        only), the marginal synthesizer (categorical columns only) or the wrapper's
+        synthetic route (categorical columns and binary labels).
     n : int
         Rows.
     rng : numpy.random.Generator
@@ -131,6 +135,12 @@ def make_dataset(generator: str, task: str, n: int, rng) -> tuple[np.ndarray, np
     """
     if task == "categorical":
         return _categorical(generator, n, rng), None
+    if task == "labelled categorical":
+        X = _categorical(generator, n, rng)
+        y = _labels("binary", n)
+        if generator in ("outlier_wrong_label", "rare_category", "outlier_duplicate"):
+            y[0] = 1 - y[0]  # the unique record also carries the rarer label pattern
+        return X, y
     d = int(rng.integers(1, 3)) if task != "continuous" else 2
     shift = float(rng.choice([0.5, 1.0, 2.0]))
     X, y, beta = _base("regression" if task == "continuous" else task, n, d, rng, shift)
@@ -244,6 +254,8 @@ LEARNERS = {
     "MIPNoiseWrapperCV(Ridge)": ("regression", "cv", "Ridge", {"alpha": [1.0]}, (0.5,), 1),
     "MIPGaussianSynthesizer": ("continuous", "gaussian_synth", None, {"center": [True, False]}, (0.5, 0.75), 2),
     "MIPMarginalSynthesizer": ("categorical", "marginal_synth", None, {}, (0.5, 0.75), 2),
+    "MIPNoiseWrapper(DecisionTreeClassifier), synthetic": ("labelled categorical", "synthetic_route",
+                                                           "DecisionTreeClassifier", {}, (0.5, 0.75), 2),
 }
 
 _ETAS = (0.1, 0.05, 0.2)
@@ -355,6 +367,13 @@ def run_case(case: AuditCase, *, n_mc: int = 20_000, z: float = 3.0, max_seconds
             res = audit_gaussian_synthesizer(
                 lambda s: MIPGaussianSynthesizer(eta=case.eta, train_size=case.train_size, random_state=s, **params),
                 X, seeds=seeds, n_mc=n_mc, random_state=case.seed, max_seconds=max_seconds)
+        elif kind == "synthetic_route":
+            from sklearn.tree import DecisionTreeClassifier
+
+            res = audit_synthetic_route(
+                lambda s: MIPNoiseWrapper(DecisionTreeClassifier(random_state=0), eta=case.eta,
+                                          train_size=case.train_size, random_state=s),
+                X, y, seeds=seeds, n_mc=n_mc, random_state=case.seed, max_seconds=max_seconds)
         else:
             res = audit_marginal_synthesizer(
                 lambda s: MIPMarginalSynthesizer(eta=case.eta, train_size=case.train_size, random_state=s, **params),

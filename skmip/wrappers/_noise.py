@@ -22,11 +22,16 @@ METHODS = ("auto", "coupling", "moments")
 
 def resolve_method(method, estimator, params):
     """``"auto"``: the coupling calibration where skmip computes swap sensitivities without
-    refitting (a registered smooth loss and the estimator's own parameter layout), else the
-    moments calibration (any estimator)."""
+    refitting (a registered smooth loss and the estimator's own parameter layout); training
+    on MIP synthetic data where no parameter adapter reads the estimator (trees, forests,
+    boosting, k-NN: :mod:`skmip.wrappers.synthetic_route`); else the moments calibration."""
     if method != "auto":
         return method
     from skmip.sensitivity import get_smooth_loss
+    from skmip.wrappers.synthetic_route import SYNTHETIC, has_parameter_adapter
+
+    if params == "auto" and not has_parameter_adapter(estimator, params):
+        return SYNTHETIC
 
     return "coupling" if (params == "auto" and get_smooth_loss(estimator) is not None) else "moments"
 

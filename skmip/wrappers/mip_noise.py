@@ -40,6 +40,7 @@ from skmip.exceptions import (
 from skmip.params import get_adapter
 from skmip.sensitivity import get_smooth_loss
 from skmip.wrappers._delegate import ReleasedModelMixin
+from skmip.wrappers.synthetic_route import SYNTHETIC, fit_synthetic
 from skmip.wrappers._noise import (
     METHODS,
     CouplingNoise,
@@ -71,7 +72,10 @@ class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
     et al.'s Corollary 10). ``"auto"`` uses the coupling calibration wherever skmip computes
     swap distances without refitting (a registered smooth loss: logistic regression, ridge,
     least squares, Poisson/Gamma/Tweedie GLMs, squared-hinge ``LinearSVC``) and the moments
-    calibration for every other estimator.
+    calibration for every other estimator a parameter adapter reads. Estimators without
+    continuous parameters (trees, forests, boosting, k-NN) are trained instead on records drawn
+    from an eta-MIP synthesizer of ``(X, y)`` (``method_="synthetic"``; post-processing keeps
+    its promise).
 
     Parameters
     ----------
@@ -99,16 +103,24 @@ class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
         **promises nothing**: ``mip_bound_`` is ``None`` and ``fit`` emits a
         :class:`~skmip.exceptions.PrivacyWarning`. It remains the way to audit the
         calibration in the membership game (``target_eta_``).
-    method : {"auto", "coupling", "moments"}, default="auto"
+    method : {"auto", "coupling", "moments", "synthetic"}, default="auto"
         How eta is turned into noise. ``"coupling"``: Gaussian noise ``s L z`` with ``L`` the
         noise shape and ``s`` the smallest scale whose coupling bound
         (:func:`skmip.bounds.coupling_noise_scale`) meets eta at ``confidence``; needs swap
         distances (:func:`skmip.sensitivity.estimate_swap_deltas`), computed without refits
         for estimators with a registered smooth loss and by refits (slow) otherwise.
         ``"moments"``: Corollary 10. ``"auto"``: ``"coupling"`` when a smooth loss is
-        registered for the estimator and ``params="auto"``, else ``"moments"`` with a
+        registered for the estimator and ``params="auto"``; ``"synthetic"`` when no
+        parameter adapter reads the estimator (trees, forests, boosting, k-NN, pipelines
+        ending in one); else ``"moments"`` with a
         :class:`~skmip.exceptions.PrivacyWarning` that quotes Corollary 10's measured
-        utility and names the better routes.
+        utility and names the better routes. ``"synthetic"``: no noise on the model; it is
+        trained on records drawn from an eta-MIP synthesizer of the table ``(X, y)``
+        (:class:`~skmip.tabular.MIPTabularSynthesizer`, fitted with this eta, train size
+        and randomness) and keeps its promise by post-processing (Theorem 3). ``X`` may
+        then be a DataFrame with string, categorical and missing values; the estimator (or
+        its pipeline) must accept what the synthesizer returns (a DataFrame of the same
+        columns). docs/any_estimator.md.
     confidence : float or None, default=0.95
         Coupling calibration: probability that the estimated swap distances do not
         understate the bound (a betting confidence bound per row, Waudby-Smith & Ramdas,
@@ -156,6 +168,11 @@ class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
         Parallel split fits through joblib (``None`` means 1 unless in a joblib context).
     verbose : int, default=0
         Print progress when > 0.
+    synthesizer : MIPTabularSynthesizer or None, default=None
+        ``method_ == "synthetic"``: an unfitted :class:`~skmip.tabular.MIPTabularSynthesizer`
+        whose ``n_bins``, ``bins`` and ``categories`` set the columns' domains (user-given
+        domains say nothing about D); its ``eta``, ``train_size`` and ``random_state`` are
+        replaced by the wrapper's. ``None``: its defaults (domains computed from D).
 
     Attributes
     ----------
@@ -168,11 +185,16 @@ class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
         per-coordinate standard deviation of that shape, ``s = 1``). It is computed from the private
         data and is *not* covered by the guarantee: publish ``estimator_`` only.
     method_ : str
-        The calibration used, ``"coupling"`` or ``"moments"``.
+        The route taken: ``"coupling"``, ``"moments"`` or ``"synthetic"``.
+    synthesizer_ : MIPTabularSynthesizer
+        ``method_ == "synthetic"``: the fitted synthesizer whose samples trained
+        ``estimator_`` (itself eta-MIP: its tables are the release; ``domains_`` shows the
+        domains used).
     noise_constant_ : float
         Moments calibration: ``c = (6.16/eta)**(1 + 2/M)`` (Corollary 10).
     noise_scale_ : float
         Coupling calibration: the scale ``s`` of the Gaussian noise, in units of the shape.
+        ``method_ == "synthetic"``: the synthesizer's noise on each cell fraction.
     noise_scale_point_ : float
         Coupling calibration: the scale the point estimate alone would need; the ratio
         ``noise_scale_ / noise_scale_point_`` is the price of the confidence statement.
@@ -188,6 +210,7 @@ class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
         losses: the eta is then an estimate, and none is promised.
     coupling_eta_point_ : float
         Coupling calibration: the point estimate of the MIP level at ``noise_scale_``.
+        ``method_ == "synthetic"``: the synthesizer's exact coupling bound at its noise.
     sensitivity_engine_ : str
         Coupling calibration: how swap distances were computed (``"newton"``,
         ``"influence"``, ``"refit"``).
@@ -276,6 +299,7 @@ class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
         random_state=None,
         n_jobs: int | None = None,
         verbose: int = 0,
+        synthesizer=None,
     ):
         self.estimator = estimator
         self.eta = eta
@@ -292,11 +316,12 @@ class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.synthesizer = synthesizer
 
     # ------------------------------------------------------------------ validation
     def _validate_hyperparameters(self):
         check_eta(_OWNER, self.eta)
-        validate_calibration_params(self, _OWNER)
+        validate_calibration_params(self, _OWNER, methods=METHODS + (SYNTHETIC,))
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X: ArrayLike, y: ArrayLike | None = None, **fit_params):
@@ -324,8 +349,12 @@ class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
         TypeError
             If no parameter adapter understands the estimator.
         """
-        with single_threaded_blas(), _explain_missing_class(self):
-            (fitted,) = _fit_path(self, X, y, [self.eta], fit_params)
+        self._validate_hyperparameters()
+        if resolve_method(self.method, self.estimator, self.params) == SYNTHETIC:
+            fitted = fit_synthetic(self, X, y, fit_params, _OWNER)
+        else:
+            with single_threaded_blas(), _explain_missing_class(self):
+                (fitted,) = _fit_path(self, X, y, [self.eta], fit_params)
         # Only now, with everything computed, replace any previous fitted state.
         for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
             delattr(self, name)
@@ -333,10 +362,10 @@ class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
         return self
 
 
-def validate_calibration_params(obj, owner):
+def validate_calibration_params(obj, owner, methods=METHODS):
     """Check every calibration parameter of ``obj`` but eta (shared with MIPNoiseWrapperCV).
 
-    ``owner`` names the class in the error messages.
+    ``owner`` names the class in the error messages; ``methods`` are the allowed ``method``.
     """
     check_moment(owner, obj.moment)
     check_int(
@@ -349,7 +378,7 @@ def validate_calibration_params(obj, owner):
         why="it is the fraction of rows drawn into D_train; use 0.5 for Definition 1 "
         "with k = n/2, or 1.0 if your data already is the random training half.",
     )
-    check_option(owner, "method", obj.method, METHODS)
+    check_option(owner, "method", obj.method, methods)
     if obj.confidence is not None:
         check_interval(
             owner, "confidence", obj.confidence, 0, 1, closed="neither",
@@ -452,6 +481,11 @@ def _fit_path(wrapper, X, y, etas, fit_params):
     from skmip.moments import estimate_sigma
 
     wrapper._validate_hyperparameters()
+    if wrapper.method == SYNTHETIC:
+        raise ValueError(
+            f"{_OWNER}: method='synthetic' fits one model on synthetic records through "
+            "MIPNoiseWrapper(...).fit; mip_noise_path noises parameters and does not take it."
+        )
     for eta in etas:
         check_eta(_OWNER, eta)
     X, y, probe = validate_input(wrapper, X, y, fit_params)
