@@ -22,7 +22,7 @@ from skmip.attacks import (
     register_attack,
     rmia_scores,
 )
-from skmip.attacks.rmia import OFFLINE_A_GRID, _tune_offline_a
+from skmip.attacks.rmia import OFFLINE_A_GRID, _reference_means, _tune_offline_a
 from skmip.game import MembershipGame
 from skmip.metrics import mi_roc_auc, tpr_at_fpr
 
@@ -168,8 +168,10 @@ def test_rmia_offline_a_is_tuned_on_a_reference_model(rng):
     K, n = 8, 80
     m = _balanced_membership(rng, K, n)
     ll = np.log(stats.norm.cdf(rng.normal(size=(1, n)) + m + 0.5 * rng.normal(size=(K, n))))
-    refs = np.arange(1, K)
-    a = _tune_offline_a(ll, m, refs, 0.0, None, np.random.default_rng(0))
+    # target 0, pseudo-target 1, references 2..7: their OUT log-mean is row 0 of the
+    # leave-one-out means over models 1..7
+    others = _reference_means(ll[1:], m[1:], online=False)[1][0]
+    a = _tune_offline_a(ll, m, 1, others, 0.0, None, np.random.default_rng(0))
     assert a in OFFLINE_A_GRID
     # the tuned value is the best of the grid on the pseudo-target (model 1, refs 2..7)
     aucs = [mi_roc_auc(m[1], rmia_scores(ll[1:], m[1:], online=False, offline_a=float(g), tie_break=False, random_state=0)[0])
