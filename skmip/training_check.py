@@ -8,17 +8,21 @@ output is the same for every row, and whether its optimiser warned that it did n
 :func:`check_training` turns that into a :class:`~skmip.exceptions.TrainingFailedError` (the
 audit cannot mean anything) or an :class:`~skmip.exceptions.AuditWarning` (it means less).
 
-=================================================  =========================================
-finding                                            outcome
-=================================================  =========================================
-non-finite fitted parameters or outputs, any model  error
-the same output for every row, most models          error
-the same output for every row, some models          warning
-no convergence, most models                         warning
-=================================================  =========================================
+=========================================================  =======
+finding                                                    outcome
+=========================================================  =======
+non-finite fitted parameters or outputs, any model         error
+the same output for every row and no convergence, most     error
+the same output for every row, some or most models         warning
+no convergence, most models                                warning
+=========================================================  =======
 
-"Most" is more than half. Failed convergence alone is a warning, not an error: an iteration
-cap is often deliberate (early stopping), and such models still fit their rows.
+"Most" is more than half. A constant output alone is a warning, not an error: a privacy
+mechanism with much noise can legitimately release a model that predicts one output for every
+row (its outputs then carry no information at all, about members or anything else), and the
+warning says so. Failed convergence alone is a warning too: an iteration cap is often
+deliberate (early stopping), and such models still fit their rows. Both together, on most
+models, mean the optimiser never left its start: an error.
 """
 
 from __future__ import annotations
@@ -128,7 +132,7 @@ def check_training(checks, *, owner: str, estimator_name: str = "the estimator",
     ------
     TrainingFailedError
         When any model has non-finite parameters or outputs, or most models predict the
-        same output for every row.
+        same output for every row and did not converge.
     """
     k = len(checks)
     errors, notes = [], []
@@ -142,13 +146,15 @@ def check_training(checks, *, owner: str, estimator_name: str = "the estimator",
                       f"({', '.join(names[:5])})")
     if bad_output:
         errors.append(f"{len(bad_output)} of {k} models output NaN or inf on the pool")
+    stuck = 2 * len(set(constant) & set(unconverged)) > k
     if constant:
         text = f"{len(constant)} of {k} models predict the same output for every row"
-        (errors if 2 * len(constant) > k else notes).append(text)
+        (errors if stuck else notes).append(text)
     if unconverged and 2 * len(unconverged) > k:
-        notes.append(f"{len(unconverged)} of {k} models did not converge (ConvergenceWarning)")
+        text = f"{len(unconverged)} of {k} models did not converge (ConvergenceWarning)"
+        (errors if stuck else notes).append(text)
     why = (" -- models that did not learn give an attack nothing to find, and an AUC near 0.5 "
-           "would then say nothing about privacy")
+           "would then say nothing about the training algorithm's privacy")
     if errors:
         detail = "; ".join(errors + notes)
         raise TrainingFailedError(
@@ -160,8 +166,8 @@ def check_training(checks, *, owner: str, estimator_name: str = "the estimator",
     if notes:
         warnings.warn(
             f"{owner}: {'; '.join(notes)} ({estimator_name}){why}. Read a low leakage as a "
-            "statement about these badly trained models only; fix the training (scaling, "
-            "max_iter) and audit again.",
+            "statement about these models only (a constant model reveals nothing, useful or "
+            "private); fix the training (scaling, max_iter, less noise) and audit again.",
             AuditWarning, stacklevel=stacklevel,
         )
     return notes
