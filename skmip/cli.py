@@ -343,7 +343,13 @@ def run(args, say=print, on_row=None):
             warnings.simplefilter("ignore", UserWarning)
             warnings.filterwarnings("ignore", module="opacus")
             try:
-                model = fix_inner_random_state(plan.make(), args.seed).fit(X_pool, y_pool)
+                model = fix_inner_random_state(plan.make(), args.seed)
+                if not args.quiet and type(model).__module__.startswith("skmip.wrappers"):
+                    # A noise calibration takes minutes: its stages and rounds, with the time
+                    # left, are the progress of this step.
+                    model.set_params(verbose=1)
+                with contextlib.redirect_stdout(_LineWriter(say, f"{label}: ")):
+                    model.fit(X_pool, y_pool)
             except Exception as exc:  # noqa: BLE001 - the user's estimator may raise anything
                 note = _missing_values_hint(exc, args) or f"{type(exc).__name__}: {exc}"
                 raise CLIError(f"{plan.estimator} ({plan.defense}): fitting failed: {note}") from None
