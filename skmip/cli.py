@@ -491,12 +491,10 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     say = _progress(not args.quiet)
-    planned = {}
 
     def on_row(rows, bunch, n_planned):
-        planned["n"] = n_planned
-        if len(rows) < n_planned:  # the last row's reports are written below, once
-            _write_reports(args, rows, bunch, n_planned)
+        # After every row, the last included: a run stopped at any point keeps its rows.
+        _write_reports(args, rows, bunch, n_planned, say if len(rows) == n_planned else None)
 
     try:
         _validate(args)
@@ -511,7 +509,6 @@ def main(argv=None) -> int:
     for line in _notes(rows, bunch):
         print(line)
     print("Seeds were fixed for this audit: never publish a model whose noise seed is known.")
-    _write_reports(args, rows, bunch, planned.get("n", len(rows)), say)
     return 0
 
 
