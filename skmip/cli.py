@@ -301,6 +301,7 @@ def run(args, say=print, on_row=None):
     from sklearn.model_selection import train_test_split
 
     from skmip._random import fix_inner_random_state
+    from skmip.attacks.suite import resolve_attacks
     from skmip.audit_plan import plan_rows
     from skmip.exceptions import PrivacyWarning, TrainingFailedError
     from skmip.scoring import MIAttackScorer
@@ -368,16 +369,16 @@ def run(args, say=print, on_row=None):
                 sampling=plan.sampling, member_rate=0.5, random_state=args.seed, n_jobs=n_jobs,
                 verbose=0 if args.quiet else 1,
             )
+            try:  # the named attacks must apply to this row's model (checked before any fit)
+                resolve_attacks(attack, audited, n_models=args.n_models, member_rate=0.5, owner="--attack")
+            except (TypeError, ValueError) as exc:
+                raise CLIError(f"{plan.estimator} ({plan.defense}): {exc}") from None
             try:
                 # The scorer's per-model progress (with the time left) goes to our stream.
                 with contextlib.redirect_stdout(_LineWriter(say, f"{label}: ")):
                     scorer.fit(X_pool, y_pool)
             except TrainingFailedError as exc:
                 raise CLIError(f"{plan.estimator} ({plan.defense}): {exc}") from None
-            except (TypeError, ValueError) as exc:
-                if not isinstance(attack, list):
-                    raise
-                raise CLIError(f"--attack: {exc}") from None
         promise, eta, promised = plan.promise, plan.eta, plan.promised_tpr
         if plan.fitted_promise is not None:
             promise, eta, promised = plan.fitted_promise(model)

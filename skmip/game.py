@@ -314,9 +314,10 @@ def play_membership_game(
         For invalid arguments, or a member set that lacks a class of ``y``.
     skmip.exceptions.TrainingFailedError
         When the models did not train (non-finite parameters or outputs; most models
-        predicting one output for every row): see :mod:`skmip.training_check`. An
-        :class:`~skmip.exceptions.AuditWarning` when they trained badly (most did not
-        converge; some predict a constant); its text is kept in ``issues``.
+        predicting one output for every row without converging): see
+        :mod:`skmip.training_check`. An :class:`~skmip.exceptions.AuditWarning` when they
+        trained badly (most did not converge; some or most predict one output everywhere);
+        its text is kept in ``issues``.
     TypeError
         For a classifier without ``predict_proba`` (unless ``output`` is a callable), or an
         estimator whose output cannot be inferred.
