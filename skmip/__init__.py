@@ -35,6 +35,7 @@ _EXPORTS = {
     "DPMarginalSynthesizer": "skmip.marginals",
     "MIAttackScorer": "skmip.scoring",
     "make_mi_scorer": "skmip.scoring",
+    "SynthesizerAuditor": "skmip.synth_audit",
     "play_membership_game": "skmip.game",
     "MIAttackDisplay": "skmip.display",
     "PrivacyUtilityDisplay": "skmip.display",

@@ -301,10 +301,14 @@ class _MarginalSynthesizer(BaseEstimator):
             noisy.append((fractions + noise[start:start + size]).reshape(shape))
             start += size
         tables, one_way = _consistent_tables(marginals, noisy, sizes)
-        del noisy, noise, rows, codes  # the noisy tables are released only post-processed
+        # The noisy tables are the mechanism's output (the coupling bound and the DP
+        # calibration are statements about them); tables_ is their post-processing. Kept so
+        # that an audit can attack what the guarantee covers (skmip.attacks.synthetic).
+        del noise, rows, codes
         fitted = {
             "categories_": categories,
             "marginals_": marginals,
+            "noisy_tables_": noisy,
             "tables_": tables,
             "one_way_": one_way,
             "n_train_": int(rows_k),
@@ -435,6 +439,10 @@ class MIPMarginalSynthesizer(_MarginalSynthesizer):
     tables_ : list of ndarray
         The released tables after post-processing: probabilities, non-negative, summing to
         1, with 1-way margins equal to ``one_way_``.
+    noisy_tables_ : list of ndarray
+        The noisy cell fractions (counts / k plus the noise) before post-processing: the
+        mechanism's output, which the bound is about; ``tables_`` is computed from them
+        only. Attacked by :class:`skmip.attacks.synthetic.MarginalLikelihoodAttack`.
     one_way_ : list of ndarray
         The consensus 1-way law of each column.
     noise_scale_ : float
@@ -592,6 +600,8 @@ class DPMarginalSynthesizer(_MarginalSynthesizer):
         As in :class:`MIPMarginalSynthesizer`.
     tables_ : list of ndarray
         As in :class:`MIPMarginalSynthesizer`.
+    noisy_tables_ : list of ndarray
+        As in :class:`MIPMarginalSynthesizer` (here with the DP noise).
     one_way_ : list of ndarray
         As in :class:`MIPMarginalSynthesizer`.
     n_train_ : int

@@ -40,7 +40,7 @@ from skmip.params import _project_psd
 from skmip.params._linalg import _unpack_symmetric
 from skmip.statistic import Statistic
 
-__all__ = ["MIPGaussianSynthesizer", "mean_and_covariance", "closest_record_signal", "CopyingSynthesizer"]
+__all__ = ["MIPGaussianSynthesizer", "mean_and_covariance"]
 
 _OWNER = "MIPGaussianSynthesizer"
 _FITTED = (
@@ -517,61 +517,18 @@ class MIPGaussianSynthesizer(BaseEstimator):
         return hasattr(self, "covariance_")
 
 
-def closest_record_signal(model, X: ArrayLike, y=None, *, n_samples: int = 1000, random_state=0) -> np.ndarray:
-    """Distance-to-closest-record attack on a synthesizer: minus each row's distance to the
-    nearest of ``n_samples`` synthetic records (larger = more likely a training record).
-
-    Pass it as ``output=`` to :func:`skmip.game.play_membership_game` (with
-    ``functools.partial`` to change ``n_samples``). Any fitted object with
-    ``sample(n_samples, random_state=...)`` works.
-
-    Parameters
-    ----------
-    model : fitted synthesizer
-    X : array-like of shape (n_rows, n_features)
-        The records to score.
-    y : ignored
-    n_samples : int, default=1000
-        Synthetic records drawn from ``model``.
-    random_state : int, default=0
-        Seed of the draw (post-processing of the release: fixing it costs no privacy).
-
-    Returns
-    -------
-    ndarray of shape (n_rows,)
-
-    Examples
-    --------
-    >>> X = np.array([[0.0, 0.0], [3.0, 4.0]])
-    >>> closest_record_signal(CopyingSynthesizer().fit(X[:1]), X, n_samples=5).tolist()
-    [-0.0, -5.0]
-    """
-    X = np.asarray(X, dtype=np.float64)
-    synthetic = np.asarray(model.sample(n_samples, random_state=random_state), dtype=np.float64)
-    sq = np.sum(X**2, 1)[:, None] - 2 * X @ synthetic.T + np.sum(synthetic**2, 1)[None, :]
-    return -np.sqrt(np.maximum(sq.min(axis=1), 0.0))
+#: Names that moved to the audit side; still importable from here.
+_MOVED = {
+    "closest_record_signal": "skmip.attacks.synthetic",
+    "CopyingSynthesizer": "skmip.synth_audit",
+}
 
 
-class CopyingSynthesizer(BaseEstimator):
-    """A deliberately non-private control: its "synthetic" records are training records.
+def __getattr__(name):
+    # The distance attack and the copying control belong to the audit (skmip.attacks.synthetic,
+    # skmip.synth_audit); resolved on access so that this estimator module imports nothing above it.
+    if name in _MOVED:
+        import importlib
 
-    Audit it beside a private synthesizer with the same game and attack: an audit that
-    cannot tell this one leaks (``closest_record_signal`` finds every member) has no teeth.
-
-    Examples
-    --------
-    >>> s = CopyingSynthesizer().fit(np.eye(3))
-    >>> bool(np.all(np.isin(s.sample(4, random_state=0), np.eye(3))))
-    True
-    """
-
-    def fit(self, X: ArrayLike, y=None) -> "CopyingSynthesizer":
-        """Keep a copy of ``X`` (this is the leak)."""
-        self.rows_ = np.asarray(X, dtype=np.float64).copy()
-        return self
-
-    def sample(self, n_samples: int = 1, random_state=None) -> np.ndarray:
-        """Draw ``n_samples`` training records with replacement."""
-        check_is_fitted(self)
-        rng = resolve_rng(random_state)
-        return self.rows_[rng.choice(len(self.rows_), size=n_samples)]
+        return getattr(importlib.import_module(_MOVED[name]), name)
+    raise AttributeError(f"module 'skmip.synthetic' has no attribute {name!r}")

@@ -101,3 +101,51 @@ def test_every_stage_bounds_the_exact_distance(make, data, stages, monkeypatch):
     # The closed form alone certifies few pairs of such a tiny, outlying dataset (the later
     # stages exist for them); with them every pair is certified.
     assert checked >= {1: 1, 2: (k * targets.size) // 2, 3: k * targets.size}[stages]
+
+
+def _row_sums_case(seed=3, n=60, d=4):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * np.r_[1.0, 1.0, 3.0, 0.3]
+    X[:3] *= 6.0  # a few high-leverage rows
+    y = (X[:, 0] + rng.normal(size=n) > 0).astype(int)
+    H = np.sort(rng.choice(n, n // 2, replace=False))
+    est = LogisticRegression(C=1.0, solver="newton-cholesky", tol=1e-12).fit(X[H], y[H])
+    polish_to_minimiser(est, X[H], y[H])
+    (block,) = get_smooth_loss(est).blocks(est, X, y, H, None)
+    hinv = np.linalg.inv(block.hessian)
+    F, FH = block.glm.features, block.glm.features[H]
+    curv = block.glm.d2loss(FH @ block.theta, H)
+    lev = ((FH @ hinv) * FH).sum(1)
+    unorm = np.abs(rng.normal(size=H.size)) + 0.1
+    return FH, curv, lev, unorm, F, hinv
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_row_sums_are_the_exact_sums_or_bound_them(split, monkeypatch):
+    FH, curv, lev, unorm, F, hinv = _row_sums_case()
+    if split:  # only D rows of H summed exactly, the rest bounded by Cauchy-Schwarz
+        monkeypatch.setattr(certify, "_SUMS_WORK", 0.0)
+    sums = certify.RowSums(FH, curv, lev, unorm, F, hinv)
+    h = FH @ hinv @ F.T  # (k, n): h_ij
+    l, u = curv[:, None], unorm[:, None]
+    exact = {
+        "reach": np.abs(h).max(0),
+        "quartic": ((l * h**4).sum(0)) ** 0.25,
+        "weighted": np.sqrt((l * u * h**2).sum(0)),
+        "squared": np.sqrt((l * u**2 * h**2).sum(0)),
+    }
+    for name, value in exact.items():
+        got = getattr(sums, name)
+        if split:
+            assert np.all(got >= value * (1 - 1e-12)), name
+            assert np.any(got > value * 1.01), name  # the bound is not silently exact
+        else:
+            np.testing.assert_allclose(got, value, rtol=1e-10, err_msg=name)
+    assert sums.top == pytest.approx(unorm.max())
+
+
+def test_closed_form_bounds_the_exact_distance_with_split_row_sums(monkeypatch):
+    # The same check as the stage-1 case above, with the row sums bounded, not summed.
+    monkeypatch.setattr(certify, "_SUMS_WORK", 0.0)
+    test_every_stage_bounds_the_exact_distance(
+        lambda: LogisticRegression(C=1.0, solver="newton-cholesky", tol=1e-12), "logistic", 1, monkeypatch)

@@ -442,7 +442,8 @@ def test_rounds_do_not_depend_on_n_jobs_and_report_progress(cancer, capsys):
     assert "rounds 25/25" in err and "left" in err
     two = estimate_swap_deltas(LogisticRegression(C=0.1), X, y, n_jobs=2, **kw)
     np.testing.assert_array_equal(one.distances, two.distances)
-    assert one.pairs == "sampled" and one.distances.shape == (len(X), 25, 4)
+    # Certified distances draw 2 values of e per target and round (8 for estimates).
+    assert one.certified and one.pairs == "sampled" and one.distances.shape == (len(X), 25, 2)
 
 
 def test_memory_budget_keeps_one_jensen_value_that_still_bounds_the_average(cancer, monkeypatch):

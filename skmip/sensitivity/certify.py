@@ -64,6 +64,30 @@ def remainder_ratio(x):
     return np.where(small, series, big)
 
 
+def remainder_quotient(x):
+    r""":math:`(e^{x} - 1 - x)/x^2` at :math:`x \ge 0` (1/2 at 0), elementwise: with
+    :math:`x = RT`, :math:`R` times it is :math:`\psi_R(T)/T^2`, which bounds
+    :math:`\psi_R(t)/t^2` for every :math:`t \le T` (it increases).
+
+    Below 1e-3 a series that bounds it from above (its neglected tail is below
+    :math:`x^3/100` there) avoids the cancellation of ``expm1(x) - x``.
+
+    Examples
+    --------
+    >>> float(remainder_quotient(0.0))
+    0.5
+    >>> round(float(remainder_quotient(1.0)), 12) == round(float(np.e - 2.0), 12)
+    True
+    """
+    x = np.asarray(x, dtype=np.float64)
+    small = x < 1e-3
+    xs = np.where(small, 1.0, x)
+    with np.errstate(over="ignore", invalid="ignore"):
+        big = np.where(np.isinf(xs), np.inf, (np.expm1(xs) - xs) / xs**2)
+    series = 0.5 + x / 6 + x**2 / 24 + x**3 / 100
+    return np.where(small, series, big)
+
+
 def ball_radius(g, c, b):
     r"""Radius that the ball lemma certifies, or ``inf`` where it certifies none.
 
@@ -129,14 +153,16 @@ class FitCertificate:
         top = np.trace(M) if nu == "trace" else linalg.eigvalsh(0.5 * (M + M.T))[-1]
         self.nu = float(max(top, 0.0))
         leverage = ((features @ hinv) * features).sum(axis=1)  # x_i' K^-1 x_i
+        self.leverage = np.maximum(leverage, 0.0)
         self.lam = float(np.max(leverage)) if np.size(leverage) else 0.0
         self.g0 = float(np.sqrt(max(residual @ hinv @ residual, 0.0)))
         self.gsc = float(gsc)
         r_out = ball_radius(self.g0, 0.0, self.gsc * np.sqrt(self.lam))
         self.out_error = float(np.sqrt(self.nu) * r_out)
 
-    def pair_bound(self, dist, bound, dK2, lev_e, res_x, reach=None):
-        r"""Certified upper bounds on the exact distances of pairs, from the engine's.
+    def pair_bound(self, dist, bound, det, c_e, c_x, norms_e, norms_x, e_rows, x_rows, sums):
+        r"""Certified upper bounds on the exact distances of pairs, from the engine's
+        (the closed form of docs/coupling.md, "Certified distances", stage 1).
 
         Parameters
         ----------
@@ -145,28 +171,102 @@ class FitCertificate:
         bound : ndarray
             A triangle-inequality bound on them (:math:`|c_e|\|W\xi_e\| + |c_x|\|W\xi_x\|`),
             which sizes the rounding of the squared-norm assembly.
-        dK2 : ndarray
-            :math:`\|\Delta\|_K^2` (an upper bound on :math:`\|\Delta\|_A^2`,
-            :math:`A = K - \ell_e'' x_e x_e^\top`).
-        lev_e : ndarray
-            :math:`\ell_e'' x_e^\top K^{-1} x_e < 1` (so :math:`A \succeq (1 - \text{lev}_e) K`).
-        res_x : ndarray
-            :math:`\|\nabla F_{\rm in}\|_{A^{-1}}` left by the target's scalar equation.
-        reach : ndarray, optional
-            An upper bound on :math:`T = \max_{i \in H} |x_i^\top\Delta|` (default: its
-            Cauchy-Schwarz bound :math:`\max_i \|x_i\|_{A^{-1}}\|\Delta\|_A`).
+        det : dict
+            The pairs' details from the engine (``_pair_coefficients(..., details=True)``):
+            ``dK2`` = :math:`\|\Delta\|_K^2` (an upper bound on :math:`\|\Delta\|_A^2`,
+            :math:`A = K - \ell_e'' x_e x_e^\top`), ``lev_e`` = :math:`\ell_e'' x_e^\top
+            K^{-1} x_e < 1` (so :math:`A \succeq (1 - \text{lev}_e) K`), ``res_x`` (the
+            :math:`A^{-1}`-norm of the gradient the target's scalar equation leaves), the
+            target's ``a``, ``tau``, ``curv_x`` and ``kappa_e`` = :math:`\ell_e''`.
+        c_e, c_x : ndarray
+            :math:`\Delta = c_e \xi_e - c_x \xi_x`.
+        norms_e, norms_x : ndarray
+            :math:`\|W\xi_e\|`, :math:`\|W\xi_x\|`.
+        e_rows, x_rows : ndarray of int
+            The pairs' rows (indices into ``sums``' arrays).
+        sums : RowSums
+            The fit's row sums.
         """
         dist = np.minimum(bound, dist + _ASSEMBLY_RTOL * bound)
-        shrink = 1.0 / np.sqrt(np.maximum(1.0 - lev_e, 0.0))  # inf if A is not PD
-        dA = np.sqrt(np.maximum(dK2, 0.0))
-        kappa = np.sqrt(self.lam) * shrink  # max_i ||x_i||_{A^-1} over the rows of H - e
-        R = self.gsc
-        T = kappa * dA if reach is None else np.minimum(reach, kappa * dA)
-        g = remainder_ratio(R * T) * dA + self.g0 * shrink + res_x
-        rho = ball_radius(g, R * T, R * kappa)
-        with np.errstate(invalid="ignore"):
-            err = np.sqrt(self.nu) * shrink * rho
-        return np.where(np.isfinite(err), dist + err + self.out_error + 2 * RELEASE_TOL, np.inf)
+        lev_e, dK2, res_x = det["lev_e"], det["dK2"], det["res_x"]
+        den = np.maximum(1.0 - lev_e, 0.0)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            shrink = 1.0 / np.sqrt(den)  # inf if A is not PD
+            dA = np.sqrt(np.maximum(dK2, 0.0))
+            kappa = np.sqrt(self.lam) * shrink  # max_i ||x_i||_{A^-1} over the rows of H - e
+            R = self.gsc
+            ae, ax = np.abs(c_e), np.abs(c_x)
+            T = np.minimum(ae * sums.reach[e_rows] + ax * sums.reach[x_rows], kappa * dA)
+            q = R * remainder_quotient(R * T)  # psi(t) <= q t^2 for t <= T
+            # ||sum_i r_i x_i||_{A^-1} <= sqrt(sum_i r_i^2 / l_i'') <= q (sum_i l_i'' delta_i^4)^(1/2)
+            L4 = ae * sums.quartic[e_rows] + ax * sums.quartic[x_rows]
+            g_rem = np.minimum(q * L4**2, remainder_ratio(R * T) * dA)
+            g = g_rem + self.g0 * shrink + res_x
+            rho = ball_radius(g, R * T, R * kappa)
+            sqnu = np.sqrt(self.nu) * shrink  # whitened norm per unit of A-norm
+            # Directional: W e = -W A^-1 grad - W A^-1 (B - A) e, row by row with
+            # ||W A^-1 x_i|| <= ||W xi_i|| + v_e, v_e = l_e'' M_e ||W xi_e|| / (1 - lev_e).
+            v_e = det["kappa_e"] * sums.reach[e_rows] * norms_e / den
+            to_x = norms_x + np.abs(det["tau"]) * norms_e  # ||W A^-1 x_x||
+            root_a = np.sqrt(np.maximum(det["a"], 0.0))
+            first = np.minimum(q * ((ae * sums.weighted[e_rows] + ax * sums.weighted[x_rows]) ** 2 + v_e * dK2),
+                               sqnu * g_rem)
+            fixed = sqnu * self.g0 + np.minimum(sqnu * res_x, np.where(res_x > 0, to_x * res_x / root_a, 0.0))
+            # ||W A^-1 (B - A) e|| <= rho (sum_i l_i'' expm1(y_i)^2 ||W A^-1 x_i||^2)^(1/2) with
+            # y_i = R(|delta_i| + |x_i' e|) <= X and expm1(y) <= y e^X, then Minkowski.
+            X = R * (T + kappa * rho)
+            rows = ae * sums.squared[e_rows] + ax * sums.squared[x_rows] + v_e * dA + rho * (sums.top + v_e)
+            target = det["curv_x"] * np.exp(R * root_a * rho) * root_a * rho * to_x
+            second = rho * R * np.exp(X) * rows + target
+            err = np.minimum(sqnu * rho, first + fixed + second)
+        ok = np.isfinite(err) & np.isfinite(rho)
+        return np.where(ok, dist + err + self.out_error + 2 * RELEASE_TOL, np.inf)
+
+
+class RowSums:
+    r"""Sums over the rows of :math:`H` that the closed-form certificate needs, per row
+    :math:`j` of :math:`\mathcal{D}` (docs/coupling.md, "Certified distances").
+
+    With :math:`h_{ij} = x_i^\top K^{-1} x_j`, :math:`\ell_i''` at the fit,
+    :math:`u_i = \|W K^{-1} x_i\|` and :math:`\lambda_i = h_{ii}`, for every row :math:`j`:
+    ``reach`` :math:`\ge \max_i |h_{ij}|`, ``quartic`` :math:`\ge (\sum_i \ell_i''
+    h_{ij}^4)^{1/4}`, ``weighted`` :math:`\ge (\sum_i \ell_i'' u_i h_{ij}^2)^{1/2}`,
+    and ``squared`` :math:`\ge (\sum_i \ell_i'' u_i^2 h_{ij}^2)^{1/2}`; and ``top`` =
+    :math:`\max_i u_i`. The sums are
+    exact over a set :math:`S` of rows of :math:`H` (all of them where the
+    :math:`(|S|, n)` product costs at most ``_SUMS_WORK``, else the rows of largest
+    leverage and of largest :math:`u_i`); the rest is bounded by Cauchy-Schwarz with
+    :math:`\sum_i \ell_i'' h_{ij}^2 \le h_{jj}` and :math:`h_{ij}^2 \le \lambda_i h_{jj}`.
+    """
+
+    def __init__(self, FH, curv, lev, unorm, features, hinv):
+        k, D = FH.shape
+        n = features.shape[0]
+        self.top = float(unorm.max()) if unorm.size else 0.0
+        if k * n * D <= _SUMS_WORK:
+            S = np.arange(k)
+        else:
+            m = min(k, max(D, int(_SUMS_WORK // (n * D))))
+            S = np.union1d(np.argsort(-lev)[: (m + 1) // 2], np.argsort(-unorm)[: m // 2])
+        l, u = curv[S], unorm[S]
+        h = FH[S] @ hinv @ features.T  # (|S|, n)
+        a = np.abs(h)
+        self.reach = a.max(axis=0) if S.size else np.zeros(n)
+        h2 = a * a
+        self.quartic = l @ (h2 * h2)  # to the 4th power for now
+        self.weighted = (l * u) @ h2  # squared for now
+        self.squared = (l * u * u) @ h2  # squared for now
+        if S.size < k:
+            rest = np.setdiff1d(np.arange(k), S)
+            hjj = np.maximum(((features @ hinv) * features).sum(axis=1), 0.0)
+            lam_c, u_c = float(lev[rest].max()), float(unorm[rest].max())
+            self.reach = np.maximum(self.reach, np.sqrt(lam_c * hjj))
+            self.quartic = self.quartic + lam_c * hjj**2
+            self.weighted = self.weighted + u_c * hjj
+            self.squared = self.squared + u_c**2 * hjj
+        self.quartic = self.quartic**0.25
+        self.weighted = np.sqrt(self.weighted)
+        self.squared = np.sqrt(self.squared)
 
 
 def exact_minimiser(features, dloss, d2loss, rows, P, reg_at, start, whiten, gsc):
@@ -216,10 +316,11 @@ _FALLBACK_ATOL = 0.01
 _CACHE_SIZE = 20000
 #: Elements of one (rows x pairs) array of the second stage.
 _ROW_ELEMENTS = 2**21
-#: Largest k n D for which the rows' reach M_j is computed (else Cauchy-Schwarz bounds it).
-_REACH_WORK = 1e9
+#: Largest |S| n D spent on the exact part of :class:`RowSums` per fit (all of H where k n D
+#: fits; else the D rows, or more within this budget, that dominate the bounds).
+_SUMS_WORK = 3e7
 #: Chord steps of the second stage before its certificate.
-_CHORD_STEPS = 2
+_CHORD_STEPS = 0
 #: Further chord steps for the pairs still loose after those.
 _MORE_CHORD_STEPS = 6
 
@@ -243,27 +344,24 @@ class PairCertifier:
         self.whiten = lambda V: whitener.apply(V, index)
         FH = glm.features[H]
         self.fit = FitCertificate(hinv, FH, residual, self.whiten, glm.gsc)
-        n, D = glm.features.shape
-        self.reach = None
-        if H.size * n * D <= _REACH_WORK:
-            self.reach = np.abs(FH @ hinv @ glm.features.T).max(axis=0)
+        self.unorm = np.linalg.norm(self.whiten(FH @ hinv), axis=-1)  # ||W K^-1 x_i||, i in H
+        self.curv = glm.d2loss(FH @ theta0, H)
+        self.sums = RowSums(FH, self.curv, self.fit.leverage, self.unorm, glm.features, hinv)
 
     def bound(self, dist, norms_e, norms_x, c_e, c_x, det, e_rows, x_rows):
-        r"""Bounds for pairs laid out as ``dist``; ``norms_*``: whitened norms of xi_e, xi_x.
-
-        :math:`|x_i^\top\Delta| \le |c_e| M_e + |c_x| M_x` with the reach
-        :math:`M_j = \max_{i \in H} |x_i^\top K^{-1} x_j|` of every row (computed where the
-        (k, n) product is affordable)."""
+        """Closed-form bounds for pairs laid out as ``dist`` (:meth:`FitCertificate.pair_bound`);
+        ``norms_*``: whitened norms of xi_e, xi_x."""
         top = np.abs(c_e) * norms_e + np.abs(c_x) * norms_x
-        reach = None
-        if self.reach is not None:
-            reach = np.abs(c_e) * self.reach[e_rows] + np.abs(c_x) * self.reach[x_rows]
-        return self.fit.pair_bound(dist, top, det["dK2"], det["lev_e"], det["res_x"], reach)
+        return self.fit.pair_bound(dist, top, det, c_e, c_x, norms_e, norms_x, e_rows, x_rows, self.sums)
 
-    def _loose(self, dist, certified):
-        # Slack that cannot matter: a small fraction of the typical distance of the fit.
+    @staticmethod
+    def _floor(dist):
+        """Slack that cannot matter: a small fraction of the typical distance of the fit."""
         finite = dist[np.isfinite(dist)]
-        floor = _FALLBACK_ATOL * float(np.median(finite)) if finite.size else 0.0
+        return _FALLBACK_ATOL * float(np.median(finite)) if finite.size else 0.0
+
+    @staticmethod
+    def _loose(dist, certified, floor):
         return ~np.isfinite(certified) | (certified > dist * (1.0 + FALLBACK_RTOL) + floor + 1e-12)
 
     def _row_bounds(self, x, e, c_e, c_x, steps=None, start=None):
@@ -322,36 +420,56 @@ class PairCertifier:
                 g, _, _ = gradient(Delta)
                 Delta = Delta - a_inv(g)
             g, delta, slack = gradient(Delta)
-            gnorm = np.sqrt(np.maximum((a_inv(g) * g).sum(-1), 0.0)) + kappa * slack
+            step = a_inv(g)
+            gnorm = np.sqrt(np.maximum((step * g).sum(-1), 0.0)) + kappa * slack
             T = np.abs(delta).max(axis=0)
             rho = ball_radius(gnorm, R * T, R * kappa)
-            with np.errstate(invalid="ignore"):
-                err = np.sqrt(fit.nu) * shrink * rho
+            sqnu = np.sqrt(fit.nu) * shrink
+            with np.errstate(invalid="ignore", over="ignore"):
+                err = sqnu * rho
+                # Directional: ||W (theta* - theta0)|| <= ||W (Delta - A^-1 g)|| + ||W A^-1 (B - A) e||
+                # (docs/coupling.md, stage 2); the rows' curvature moves by expm1(R |move_i|).
+                v_e = kap * self.sums.reach[ej] * np.linalg.norm(self.whiten(xi_e), axis=-1) / den
+                root = np.sqrt(fit.leverage)[:, None]
+                E = np.expm1(R * (np.abs(delta) + shrink * root * rho))
+                c1 = self.curv * root[:, 0]
+                E2 = E * E
+                # Each row's |x_i' e| <= ||x_i||_{A^-1} rho, or all rows' sum_i l_i'' (x_i' e)^2 <= rho^2.
+                rows = np.minimum(shrink * ((c1 * self.unorm) @ E + v_e * (c1 @ E)),
+                                  np.sqrt((self.curv * self.unorm**2) @ E2) + v_e * np.sqrt(self.curv @ E2))
+                to_x = xx @ hinv + (kap * (xi_e * xx).sum(-1) / den)[:, None] * xi_e  # A^-1 x_x
+                root_a = np.sqrt(np.maximum((to_x * xx).sum(-1), 0.0))
+                curv_x = glm.d2loss(mx + (xx * Delta).sum(-1), xj)
+                target = curv_x * np.exp(R * root_a * rho) * root_a * rho * np.linalg.norm(self.whiten(to_x), axis=-1)
+                second = rho * rows + target + sqnu * kappa * slack
+                chord = np.linalg.norm(self.whiten(Delta - step), axis=-1) * (1.0 + 1e-12)
             dist = np.linalg.norm(self.whiten(Delta), axis=-1) * (1.0 + 1e-12)
             ok = good & np.isfinite(err) & np.isfinite(dist)
-            out[j] = np.where(ok, dist + err + fit.out_error + 2 * RELEASE_TOL, np.inf)
-            moved_to[j] = Delta
+            bound = np.minimum(dist + err, np.where(np.isfinite(second) & np.isfinite(chord), chord + second, np.inf))
+            out[j] = np.where(ok, bound + fit.out_error + 2 * RELEASE_TOL, np.inf)
+            moved_to[j] = np.where(ok[:, None] & np.isfinite(chord)[:, None], Delta - step, Delta)
         return out, moved_to
 
     def tighten(self, dist, certified, x_rows, e_rows, c_e, c_x, det):
         """Tighten the loose entries of ``certified`` (laid out as ``dist``): first by the
         remainder summed over the rows, then by exact solves; returns the array."""
-        loose = self._loose(dist, certified)
+        floor = self._floor(dist)
+        loose = self._loose(dist, certified, floor)
         if not loose.any():
             return certified
         shape = dist.shape
         x_rows, e_rows = (np.broadcast_to(v, shape) for v in (x_rows, e_rows))
         c_e, c_x = np.broadcast_to(c_e, shape), np.broadcast_to(c_x, shape)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # diverging steps: inf
-            return self._tighten(dist, certified, loose, x_rows, e_rows, c_e, c_x)
+            return self._tighten(dist, certified, loose, floor, x_rows, e_rows, c_e, c_x)
 
-    def _tighten(self, dist, certified, loose, x_rows, e_rows, c_e, c_x):
+    def _tighten(self, dist, certified, loose, floor, x_rows, e_rows, c_e, c_x):
         out = certified.copy()
         idx = np.nonzero(loose)
         bounds, moved = self._row_bounds(x_rows[idx], e_rows[idx], c_e[idx], c_x[idx])
         out[idx] = np.minimum(out[idx], bounds)
-        # More chord steps (O(k D) each) where two were not enough, before exact solves.
-        again = self._loose(dist[idx], out[idx])
+        # More chord steps (O(k D) each) where one was not enough, before exact solves.
+        again = self._loose(dist[idx], out[idx], floor)
         if again.any():
             sub = tuple(i[again] for i in idx)
             bounds2, moved[again] = self._row_bounds(x_rows[sub], e_rows[sub], c_e[sub], c_x[sub],
@@ -361,7 +479,7 @@ class PairCertifier:
         # else from the engine's estimate (chord steps can diverge far from the minimiser).
         settled = np.isfinite(out[idx])
         start_at = {pair: moved[m] for m, pair in enumerate(zip(*idx)) if settled[m]}
-        loose = self._loose(dist, out)
+        loose = self._loose(dist, out, floor)
         glm, theta0 = self.glm, self.theta0
         for idx in zip(*np.nonzero(loose)):
             x, e = int(x_rows[idx]), int(e_rows[idx])

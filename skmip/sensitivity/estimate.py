@@ -31,6 +31,10 @@ _ENGINES = ("auto", "refit", "newton", "influence", "exact", "closed_form")
 #: target's average comes from D_out, not from e: on load_breast_cancer 4 sampled e give
 #: the noise scale of all 213 (docs/coupling.md, "Cost and scaling").
 _SAMPLED_PAIRS = 8
+#: ... with certified distances, whose later stages cost O(k D) per pair: 2 keeps the noise
+#: scale (breast cancer: that of 8; a 3,000-row adult subsample: within a few percent) at a
+#: fraction of the certification's cost (docs/coupling.md, "Certified distances").
+_CERTIFIED_PAIRS = 2
 #: Most values kept in memory for the whole (n, n_rounds, n_keep) array (1 GiB of float64).
 _MAX_VALUES = 2**27
 
@@ -96,7 +100,8 @@ def estimate_swap_deltas(
         the average over :math:`e`); ``"all"`` uses every :math:`e` (summarised as in the
         module docstring; :math:`O(k(n-k))` pairs a round, so for small data only).
         ``None``: 1 for ``"refit"``, 8 for the influence engines (linear in :math:`n`; the
-        spread of a target's round averages comes from :math:`D_{out}`, not from :math:`e`).
+        spread of a target's round averages comes from :math:`D_{out}`, not from :math:`e`),
+        2 for certified ``"newton"`` distances (their certificates cost far more per pair).
     summary_size : int, default=4
         Values kept per target and round: the sorted-block means of its distances (an upper
         bound by Jensen, module docstring). Lowered further, down to 1 (the mean), so that
@@ -255,7 +260,7 @@ def estimate_swap_deltas(
 
     if pairs_per_target is None:
         all_pairs = False
-        p = 1 if engine == "refit" else min(_SAMPLED_PAIRS, k)
+        p = 1 if engine == "refit" else min(_CERTIFIED_PAIRS if certify and engine == "newton" else _SAMPLED_PAIRS, k)
     elif pairs_per_target == "all":
         all_pairs, p = True, k
     else:

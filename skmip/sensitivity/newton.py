@@ -71,8 +71,9 @@ def _pair_coefficients(pe, px, glm, newton, cross, details=False):
 
     With ``details`` (Newton only) also returns what certifies each pair
     (:mod:`.certify`): ``dK2`` = ||Delta||_K^2 for K = H (the fit's Hessian), ``lev_e`` =
-    l''_e h_ee and ``res_x``, the gradient norm ||.||_{A^-1} that the scalar equation's
-    residual leaves.
+    l''_e h_ee, ``res_x``, the gradient norm ||.||_{A^-1} that the scalar equation's
+    residual leaves, and the target's ``a`` = x_x' A^-1 x_x, ``tau`` (A^-1 x_x = xi_x +
+    tau xi_e), ``curv_x`` = l''_x at its margin after the step and ``kappa_e`` = l''_e.
     """
     dot, col_e, row_x = _ops(cross)
     if not newton:
@@ -100,7 +101,8 @@ def _pair_coefficients(pe, px, glm, newton, cross, details=False):
     # Rounding of the cancelling sum is covered by a term of the triangle inequality's size.
     top = (np.abs(c_e) * np.sqrt(np.maximum(he, 0.0)) + np.abs(mu) * np.sqrt(np.maximum(hx, 0.0))) ** 2
     dK2 = np.maximum(c_e**2 * he - 2.0 * c_e * mu * h_ex + mu**2 * hx, 0.0) + 1e-14 * top
-    return c_e, mu, {"dK2": dK2, "lev_e": kappa * col_e(pe["h"]), "res_x": res_x}
+    return c_e, mu, {"dK2": dK2, "lev_e": kappa * col_e(pe["h"]), "res_x": res_x, "a": a, "tau": tau,
+                     "curv_x": glm.d2loss(u - f, rows), "kappa_e": np.broadcast_to(kappa, np.shape(a))}
 
 
 def _settled(step, change, theta, previous):
