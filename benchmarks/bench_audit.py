@@ -1,6 +1,6 @@
 """Membership-inference audit benchmarks: attacks on real data, the MIP wrapper, game cost.
 
-Run:  python benchmarks/bench_audit.py [--section attacks|mip|cost|all] [--quick]
+Run:  python benchmarks/bench_audit.py [--section attacks|mip|cost|glir|rmia|all] [--quick]
 
 1. **attacks** -- LOSS, LiRA (online with the automatic variance choice, online with per-row
    variances, offline) and RMIA (online, offline) against overfitting models on bundled
@@ -17,6 +17,10 @@ Run:  python benchmarks/bench_audit.py [--section attacks|mip|cost|all] [--quick
 4. **cost** -- wall time of the game against K plain fits, measured side by side in this run
    (targets: <= 1.1x with n_jobs=1, close to 2x faster with n_jobs=2), and the peak memory of
    the game against the size of the K fitted models it does not keep.
+
+5. **rmia** -- wall time of RMIA (online, and offline with ``a`` tuned per target) on a
+   synthetic game of n = 1000 rows at K = 16, 64 and 256 models, median of ``--repeats``
+   runs, with the time per model: constant when the cost is linear in K.
 
 Results are recorded in docs/auditing.md together with this command.
 """
@@ -255,9 +259,32 @@ def section_cost(quick, seed, repeats):
           f"models would need {8 * one / 2**20:.1f} MiB")
 
 
+def section_rmia(quick, seed, repeats):
+    from skmip.attacks import rmia_scores
+
+    n = 1000
+    print(f"\n== RMIA cost against K (n = {n} rows, median of {repeats}) ==")
+    print(f"{'K':>5} {'online':>10} {'per model':>10} {'offline':>10} {'per model':>10}")
+    for K in (16, 64) if quick else (16, 64, 256):
+        rng = np.random.default_rng(seed)
+        member = rng.random((K, n)) < 0.5
+        hardness = rng.normal(size=n)
+        log_p = -np.logaddexp(0.0, hardness - 1.5 * member + 0.3 * rng.normal(size=(K, n)))
+        times = {}
+        for online in (True, False):
+            runs = []
+            for _ in range(repeats):
+                t = time.perf_counter()
+                rmia_scores(log_p, member, online=online)
+                runs.append(time.perf_counter() - t)
+            times[online] = float(np.median(runs))
+        print(f"{K:>5} {times[True]:>9.3f}s {1e3 * times[True] / K:>8.2f}ms "
+              f"{times[False]:>9.3f}s {1e3 * times[False] / K:>8.2f}ms")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--section", choices=["attacks", "mip", "cost", "glir", "all"], default="all")
+    parser.add_argument("--section", choices=["attacks", "mip", "cost", "glir", "rmia", "all"], default="all")
     parser.add_argument("--quick", action="store_true", help="fewer models and targets")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=3)
@@ -271,6 +298,8 @@ def main():
         section_glir(args.quick, args.seed)
     if args.section in ("cost", "all"):
         section_cost(args.quick, args.seed, args.repeats)
+    if args.section in ("rmia", "all"):
+        section_rmia(args.quick, args.seed, args.repeats)
     print(f"\ntotal {time.perf_counter() - t0:.0f} s; load average at the end {os.getloadavg()[0]:.1f} "
           f"on {os.cpu_count()} cores (timings compete with other processes)")
 

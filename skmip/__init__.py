@@ -44,7 +44,7 @@ _EXPORTS = {
 
 _SUBMODULES = ("bounds", "mechanisms", "moments", "params", "exceptions", "wrappers", "statistic",
     "subsampled", "dp_logistic", "datasets", "synthetic", "marginals", "tabular", "domains", "dp_baselines",
-    "nn", "game", "attacks", "metrics", "scoring", "display", "cli", "report",
+    "nn", "game", "attacks", "metrics", "scoring", "display", "cli", "report", "training_check",
 )
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

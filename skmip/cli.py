@@ -1,11 +1,14 @@
 """The ``skmip`` command: audit a model and its private versions on real data, in one go.
 
 ``skmip`` with no arguments audits, on the bundled UCI German credit data, a small neural
-network that leaks (LiRA finds members at many times the false-positive rate) next to the
+network that leaks (the attacks find members at many times the false-positive rate) next to the
 same network trained by noisy SGD calibrated to mu-GMIP (Leemann et al.), and a logistic
 regression next to its coupling-calibrated :class:`~skmip.MIPNoiseWrapper` version. Each model
-is attacked with :class:`~skmip.scoring.MIAttackScorer` (LiRA) and the table shows utility,
-measured attack success and the promised bound side by side.
+is attacked with :class:`~skmip.scoring.MIAttackScorer` -- by default every attack that applies
+(RMIA, LiRA, LOSS) on the same shadow models, the strongest at 1% FPR reported and named -- and
+the table shows utility, measured attack success and the promised bound side by side. The
+JSON and HTML reports are rewritten after every row, so a run that is stopped keeps the rows
+it finished.
 
 ``--estimator`` audits what you run instead: an alias, an import path with parameters, or a
 pickled estimator (``--estimator-file``); :mod:`skmip.audit_plan` decides which defenses
@@ -16,6 +19,7 @@ apply to it and says why the others do not. The table and the HTML report are wr
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -45,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="skmip",
         description=(
             "Audit a model and its membership-inference-private versions on real data: "
-            "utility, measured attack success (LiRA) and the promised bound, side by side. "
+            "utility, the strongest attack's success (named) and the promised bound, side by side. "
             "With no --estimator: a neural network that leaks next to its GMIP noisy-SGD "
             "version, and a logistic regression next to its coupling-calibrated MIP version."
         ),
@@ -107,6 +111,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "(Thudi et al. Thm 3.3). Default: 0.881.")
     p.add_argument("--sampling-rate", type=float, default=0.5,
                    help="sampling rate of the subsampled-DP defense. Default: 0.5.")
+    p.add_argument("--attack", action="append", metavar="NAME",
+                   choices=("auto", *_attack_names()),
+                   help="attack to run on every row's membership game; repeat for several (the "
+                        "strongest at 1%% FPR is reported, named in the table's attack column, with "
+                        "the 95%% confidence statements Bonferroni-corrected for the choice). auto: "
+                        "every attack that applies (rmia, rmia_offline, lira, lira_offline, loss) on "
+                        "the same shadow models. Default: auto.")
     p.add_argument("--n-models", type=int, default=16,
                    help="models in each membership game (LiRA needs >= 4). Default: 16.")
     p.add_argument("--n-splits", type=int, default=32,
@@ -137,6 +148,31 @@ def build_parser() -> argparse.ArgumentParser:
                         "log-log axes with the promised bounds, and a privacy-utility plot")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     return p
+
+
+def _attack_names():
+    from skmip.attacks import available_attacks
+
+    return available_attacks()
+
+
+class _LineWriter:
+    """A text stream that hands every complete line to ``say``: the library's verbose
+    progress (printed to standard output) becomes the command's progress (standard error)."""
+
+    def __init__(self, say, prefix=""):
+        self.say, self.prefix, self.buffer = say, prefix, ""
+
+    def write(self, text):
+        self.buffer += text
+        *lines, self.buffer = self.buffer.split("\n")
+        for line in lines:
+            if line.strip():
+                self.say(f"{self.prefix}{line}")
+        return len(text)
+
+    def flush(self):
+        pass
 
 
 def _progress(enabled):
@@ -249,8 +285,17 @@ def _missing_values_hint(exc, args):
     return None
 
 
-def run(args, say=print):
+def run(args, say=print, on_row=None):
     """Run the audit described by parsed ``args``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+    say : callable, default=print
+        Progress messages.
+    on_row : callable, default=None
+        ``on_row(rows, bunch, n_planned)`` after every finished row, with the rows so far
+        (the command rewrites its reports there, so a stopped run keeps them).
 
     Returns
     -------
@@ -265,8 +310,9 @@ def run(args, say=print):
     from sklearn.model_selection import train_test_split
 
     from skmip._random import fix_inner_random_state
+    from skmip.attacks.suite import resolve_attacks
     from skmip.audit_plan import plan_rows
-    from skmip.exceptions import PrivacyWarning
+    from skmip.exceptions import PrivacyWarning, TrainingFailedError
     from skmip.scoring import MIAttackScorer
 
     try:
@@ -291,7 +337,13 @@ def run(args, say=print):
         raise CLIError(str(exc)) from None
     for s in skipped:
         say(f"{s.estimator}: {s.defense} does not apply: {s.reason}")
+    attack = "auto" if not args.attack or "auto" in args.attack else list(dict.fromkeys(args.attack))
+    bunch.skipped = skipped
+    bunch.showcase = showcase
+    bunch.feature_names = names
+    bunch.estimators = []
     rows = []
+    base = {}
     for i, plan in enumerate(plans, start=1):
         label = f"[{i}/{len(plans)}] {plan.estimator}: {plan.defense}"
         say(f"{label}: fitting for utility")
@@ -301,12 +353,19 @@ def run(args, say=print):
             warnings.simplefilter("ignore", UserWarning)
             warnings.filterwarnings("ignore", module="opacus")
             try:
-                model = fix_inner_random_state(plan.make(), args.seed).fit(X_pool, y_pool)
+                model = fix_inner_random_state(plan.make(), args.seed)
+                if not args.quiet and type(model).__module__.startswith("skmip.wrappers"):
+                    # A noise calibration takes minutes: its stages and rounds, with the time
+                    # left, are the progress of this step.
+                    model.set_params(verbose=1)
+                with contextlib.redirect_stdout(_LineWriter(say, f"{label}: ")):
+                    model.fit(X_pool, y_pool)
             except Exception as exc:  # noqa: BLE001 - the user's estimator may raise anything
                 note = _missing_values_hint(exc, args) or f"{type(exc).__name__}: {exc}"
                 raise CLIError(f"{plan.estimator} ({plan.defense}): fitting failed: {note}") from None
             utility = float(model.score(X_test, y_test))
-            say(f"{label}: membership game with {args.n_models} models (LiRA)")
+            say(f"{label}: membership game with {args.n_models} models "
+                f"(attack {attack if isinstance(attack, str) else ', '.join(attack)})")
             audited = plan.make()
             if "train_size" in audited.get_params():
                 # Exact audit of Definition 1: the game's random half is the wrapper's D_train.
@@ -315,9 +374,20 @@ def run(args, say=print):
             if n_jobs is None:
                 n_jobs = -1 if plan.key == "mip" else 1
             scorer = MIAttackScorer(
-                audited, attack="lira", n_models=args.n_models, fpr=FPR,
+                audited, attack=attack, metric="tpr_at_fpr", n_models=args.n_models, fpr=FPR,
                 sampling=plan.sampling, member_rate=0.5, random_state=args.seed, n_jobs=n_jobs,
-            ).fit(X_pool, y_pool)
+                verbose=0 if args.quiet else 1,
+            )
+            try:  # the named attacks must apply to this row's model (checked before any fit)
+                resolve_attacks(attack, audited, n_models=args.n_models, member_rate=0.5, owner="--attack")
+            except (TypeError, ValueError) as exc:
+                raise CLIError(f"{plan.estimator} ({plan.defense}): {exc}") from None
+            try:
+                # The scorer's per-model progress (with the time left) goes to our stream.
+                with contextlib.redirect_stdout(_LineWriter(say, f"{label}: ")):
+                    scorer.fit(X_pool, y_pool)
+            except TrainingFailedError as exc:
+                raise CLIError(f"{plan.estimator} ({plan.defense}): {exc}") from None
         promise, eta, promised = plan.promise, plan.eta, plan.promised_tpr
         if plan.fitted_promise is not None:
             promise, eta, promised = plan.fitted_promise(model)
@@ -334,18 +404,27 @@ def run(args, say=print):
             "positive_accuracy": float(scorer.positive_accuracy_),
             "bound": None if scorer.bound_ is None else float(scorer.bound_),
             "bound_holds": scorer.bound_holds_,
+            "attack": scorer.best_attack_,
+            "attacks": {
+                name: {"auc": float(r["roc_auc"]), "tpr_at_1pct_fpr": float(r["tpr_at_fpr"]),
+                       "empirical_epsilon": float(r["empirical_epsilon"]), "bound_holds": r["bound_holds"]}
+                for name, r in scorer.attack_results_.items()
+            },
+            "attack_confidence": float(scorer.attack_confidence_),
+            "training_issues": list(scorer.training_issues_),
             "_eta": eta,
             "_mu": plan.mu,
             "_membership": scorer.membership_,
             "_scores": scorer.scores_,
         })
-    base = {r["estimator"]: r["test_accuracy"] for r in rows if r["defense"] == "baseline"}
-    for r in rows:
-        r["accuracy_cost"] = base[r["estimator"]] - r["test_accuracy"]
-    bunch.skipped = skipped
-    bunch.estimators = list(dict.fromkeys(r["estimator"] for r in rows))
-    bunch.showcase = showcase
-    bunch.feature_names = names
+        if plan.defense == "baseline":
+            base[plan.estimator] = utility
+        rows[-1]["accuracy_cost"] = base[plan.estimator] - utility if plan.estimator in base else None
+        bunch.estimators = list(dict.fromkeys(r["estimator"] for r in rows))
+        r = rows[-1]
+        say(f"{label}: done: {r['attack']} finds AUC {r['auc']:.3f}, TPR@1%FPR {r['tpr_at_1pct_fpr']:.3f}")
+        if on_row is not None:
+            on_row(rows, bunch, len(plans))
     return rows, bunch
 
 
@@ -355,7 +434,8 @@ def _public(rows):
 
 def _validate(args):
     if args.n_models < 4:
-        raise CLIError(f"--n-models must be at least 4 for LiRA; got {args.n_models}.")
+        raise CLIError(f"--n-models must be at least 4 (LiRA and RMIA attack each model with the "
+                       f"others as references); got {args.n_models}.")
     for eta in args.eta or []:
         if not 0 < eta <= 0.5:
             raise CLIError(f"--eta must be in (0, 0.5]; got {eta}. eta is the attacker's accuracy "
@@ -369,6 +449,51 @@ def _validate(args):
             import matplotlib  # noqa: F401
         except ImportError:
             raise CLIError('--report needs matplotlib: pip install "skmip[plot]"') from None
+
+
+def _title(bunch, args, names):
+    attacks = "strongest of " + ("rmia, lira, loss" if not args.attack or "auto" in args.attack
+                                  else ", ".join(dict.fromkeys(args.attack)))
+    return (f"Membership-inference audit on {bunch.description} ({names}; {attacks}, "
+            f"{args.n_models} models, seed {args.seed})")
+
+
+def _notes(rows, bunch):
+    notes = [f"{s.estimator}: {s.defense} does not apply: {s.reason}." for s in bunch.skipped]
+    for r in rows:
+        for issue in r.get("training_issues") or ():
+            notes.append(f"{r['estimator']} ({r['defense']}): training check: {issue}; a low "
+                         "leakage on this row describes those models only (a model that predicts "
+                         "one output reveals nothing, useful or private).")
+    return notes
+
+
+def _write_reports(args, rows, bunch, n_planned, say=None):
+    """Write (or rewrite) the JSON and HTML reports with the rows finished so far."""
+    complete = len(rows) == n_planned
+    names = ", ".join(bunch.estimators)
+    notes = _notes(rows, bunch)
+    if not complete:
+        notes = [f"Partial report: {len(rows)} of {n_planned} rows finished so far.", *notes]
+    if args.json:
+        tmp = f"{args.json}.tmp"
+        with open(tmp, "w") as fh:
+            json.dump({
+                "dataset": bunch.description, "estimator": names, "estimators": bunch.estimators,
+                "n_models": args.n_models, "seed": args.seed, "fpr": FPR,
+                "complete": complete, "rows_planned": n_planned, "results": _public(rows),
+                "not_applicable": [vars(s) for s in bunch.skipped],
+                "feature_names": list(bunch.feature_names),
+            }, fh, indent=2)
+        os.replace(tmp, args.json)  # a reader never sees a half-written file
+        if say is not None:
+            say(f"wrote {args.json}")
+    if args.report:
+        from skmip.report import write_html_report
+
+        write_html_report(args.report, rows, title=f"skmip audit: {bunch.description}", notes=notes)
+        if say is not None:
+            say(f"wrote {args.report}")
 
 
 def _audit_synthesizers(args, say):
@@ -387,37 +512,26 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     say = _progress(not args.quiet)
+
+    def on_row(rows, bunch, n_planned):
+        # After every row, the last included: a run stopped at any point keeps its rows.
+        _write_reports(args, rows, bunch, n_planned, say if len(rows) == n_planned else None)
+
     try:
         _validate(args)
         if args.synthesizer:
             return _audit_synthesizers(args, say)
-        rows, bunch = run(args, say)
+        rows, bunch = run(args, say, on_row=on_row)
     except CLIError as exc:
         print(f"skmip: error: {exc}", file=sys.stderr)
         return 2
     names = ", ".join(bunch.estimators)
-    print(f"\nMembership-inference audit on {bunch.description} ({names}; LiRA, "
-          f"{args.n_models} models, seed {args.seed})\n")
+    print(f"\n{_title(bunch, args, names)}\n")
     print(format_table(rows))
-    notes = [f"{s.estimator}: {s.defense} does not apply: {s.reason}." for s in bunch.skipped]
     print("\n" + NOTE)
-    for line in notes:
+    for line in _notes(rows, bunch):
         print(line)
     print("Seeds were fixed for this audit: never publish a model whose noise seed is known.")
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump({
-                "dataset": bunch.description, "estimator": names, "estimators": bunch.estimators,
-                "n_models": args.n_models, "seed": args.seed, "fpr": FPR, "results": _public(rows),
-                "not_applicable": [vars(s) for s in bunch.skipped],
-                "feature_names": list(bunch.feature_names),
-            }, fh, indent=2)
-        say(f"wrote {args.json}")
-    if args.report:
-        from skmip.report import write_html_report
-
-        write_html_report(args.report, rows, title=f"skmip audit: {bunch.description}", notes=notes)
-        say(f"wrote {args.report}")
     return 0
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 __all__ = [
     "PrivacyWarning",
+    "AuditWarning",
+    "TrainingFailedError",
     "MissingClassError",
     "check_privacy_seed",
     "warn_not_cryptographic",
@@ -19,6 +21,35 @@ class PrivacyWarning(UserWarning):
     so the released parameters are no more private than the un-noised ones.
     Fixed seeds are right for tests and reproducible experiments, never for a release.
     """
+
+
+class AuditWarning(UserWarning):
+    """An audit ran, but something about it weakens what its figures mean.
+
+    Raised, for example, when most models of a membership game stopped before their
+    optimiser converged, or when some of them predict the same output for every row: an
+    attack then finds little, and a low measured leakage says less about the training
+    algorithm than it seems. The scorer keeps the messages in ``training_issues_`` and the
+    ``skmip`` command repeats them under its table.
+    """
+
+
+class TrainingFailedError(ValueError):
+    """The models of a membership game did not train, so no attack result would mean anything.
+
+    Raised before any attack scores the game when a model has non-finite parameters or
+    outputs, or when most models predict the same output for every row: an audit would
+    then report AUC 0.5 -- "no leakage" -- about models that learned nothing.
+
+    Attributes
+    ----------
+    issues : list of str
+        What was found, one sentence each.
+    """
+
+    def __init__(self, message, *, issues=()):
+        super().__init__(message)
+        self.issues = list(issues)
 
 
 class MissingClassError(ValueError):

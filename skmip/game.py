@@ -17,6 +17,7 @@ wrapper's ``D_train`` and each model is one run of Algorithm 1 on ``D = (X, y)``
 from __future__ import annotations
 
 import numbers
+import time
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -25,6 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 from sklearn.base import clone, is_classifier, is_regressor
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import _safe_indexing
 from sklearn.utils.parallel import Parallel, delayed
 
@@ -32,6 +34,7 @@ from skmip._random import draw_seed, fix_inner_random_state, resolve_rng
 from skmip._rows import n_rows, subset_fit_params
 from skmip._validation import check_int, check_interval, check_n_jobs, check_option, check_sample_weight
 from skmip.exceptions import PrivacyWarning
+from skmip.training_check import check_training, inspect_fitted_model
 
 __all__ = ["MembershipGame", "play_membership_game"]
 
@@ -66,6 +69,11 @@ class MembershipGame:
     inspected : list or None
         ``inspect(fitted_model)`` for each model when an ``inspect`` callable was given
         (e.g. the privacy bound the fitted model states).
+    checks : list of skmip.training_check.ModelCheck or None
+        Whether each model trained (finite parameters and outputs, an output that varies
+        over the rows, convergence); see :mod:`skmip.training_check`.
+    issues : list of str
+        The training problems the game warned about (empty when none); a report repeats them.
     """
 
     membership: np.ndarray
@@ -73,6 +81,8 @@ class MembershipGame:
     loss: np.ndarray
     output: str
     inspected: list | None = field(default=None, repr=False)
+    checks: list | None = field(default=None, repr=False)
+    issues: list = field(default_factory=list, repr=False)
 
     @property
     def n_models(self) -> int:
@@ -161,7 +171,7 @@ def _check_classes(y, members):
 
 
 def _record(model, X, y, output, classes):
-    """Per-row (signal, loss) of a fitted model on the whole pool."""
+    """Per-row (signal, loss, raw output) of a fitted model on the whole pool."""
     if output == "proba":
         proba = np.asarray(model.predict_proba(X), dtype=np.float64)
         model_classes = getattr(model, "classes_", classes)
@@ -177,17 +187,19 @@ def _record(model, X, y, output, classes):
         others = proba.copy()
         others[rows, col] = 0.0
         p_other = others.sum(axis=1)
-        log_p = np.log(np.maximum(p_true, _TINY))
-        log_other = np.log(np.maximum(p_other, _TINY))
-        return log_p - log_other, -log_p
+        with np.errstate(invalid="ignore"):
+            log_p = np.log(np.maximum(p_true, _TINY))
+            log_other = np.log(np.maximum(p_other, _TINY))
+        return log_p - log_other, -log_p, proba
     if output == "score_samples":
         ll = np.asarray(model.score_samples(X), dtype=np.float64).ravel()
-        return ll, -ll
+        return ll, -ll, ll
     if output == "neg_squared_error":
         pred = np.asarray(model.predict(X), dtype=np.float64)
         err = (pred.reshape(pred.shape[0], -1) - np.asarray(y, dtype=np.float64).reshape(pred.shape[0], -1))
-        sq = np.sum(err**2, axis=1)
-        return -sq, sq
+        with np.errstate(over="ignore", invalid="ignore"):
+            sq = np.sum(err**2, axis=1)
+        return -sq, sq, pred
     raise AssertionError(output)  # pragma: no cover
 
 
@@ -203,26 +215,34 @@ def _play_one(estimator, X, y, rows, seed, output, fit_params, inspect, classes)
     X_in = _safe_indexing(X, rows)
     y_in = None if y is None else _safe_indexing(y, rows)
     fit_params = subset_fit_params(fit_params, rows, n_rows(X))  # per-row ones: the members'
-    with warnings.catch_warnings():
-        if seeded:
-            # The game itself fixed a privacy mechanism's seed to make the audit reproducible;
-            # the attacks never use it, so the warning would only be noise here.
-            warnings.simplefilter("ignore", PrivacyWarning)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
         if y_in is None:
             model.fit(X_in, **fit_params)
         else:
             model.fit(X_in, y_in, **fit_params)
+    # Counted for the training check, then passed on as the fit raised them -- except the
+    # PrivacyWarning of a seed the game itself fixed to make the audit reproducible: the
+    # attacks never use it, so the warning would only be noise here.
+    n_unconverged = 0
+    for w in caught:
+        if issubclass(w.category, ConvergenceWarning):
+            n_unconverged += 1
+        if seeded and issubclass(w.category, PrivacyWarning):
+            continue
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
     if callable(output):
         signal = np.asarray(output(model, X, y), dtype=np.float64).ravel()
         if signal.shape[0] != n_rows(X):
             raise ValueError(
                 f"{_OWNER}: output callable returned {signal.shape[0]} values for {n_rows(X)} rows."
             )
-        loss = -signal
+        loss, raw = -signal, signal
     else:
-        signal, loss = _record(model, X, y, output, classes)
+        signal, loss, raw = _record(model, X, y, output, classes)
+    check = inspect_fitted_model(model, raw, n_unconverged)
     inspected = inspect(model) if inspect is not None else None
-    return signal, loss, inspected
+    return signal, loss, inspected, check
 
 
 def play_membership_game(
@@ -274,7 +294,9 @@ def play_membership_game(
         Models fitted in parallel through joblib (``None``: 1 unless in a joblib context,
         e.g. ``joblib.parallel_backend("dask")`` for a dask cluster).
     verbose : int, default=0
-        Progress messages (joblib's progress at > 1).
+        Progress messages when > 0: one line per fitted model with the time spent and an
+        estimate of the time left (elapsed time per model times the models left);
+        joblib's own progress at > 1.
     fit_params : dict, default=None
         Passed to every ``fit``.
     inspect : callable, default=None
@@ -290,6 +312,12 @@ def play_membership_game(
     ------
     ValueError
         For invalid arguments, or a member set that lacks a class of ``y``.
+    skmip.exceptions.TrainingFailedError
+        When the models did not train (non-finite parameters or outputs; most models
+        predicting one output for every row without converging): see
+        :mod:`skmip.training_check`. An :class:`~skmip.exceptions.AuditWarning` when they
+        trained badly (most did not converge; some or most predict one output everywhere);
+        its text is kept in ``issues``.
     TypeError
         For a classifier without ``predict_proba`` (unless ``output`` is a callable), or an
         estimator whose output cannot be inferred.
@@ -343,16 +371,49 @@ def play_membership_game(
     y_arr = None if y is None else np.asarray(y)
     if kind == "proba":
         classes = _check_classes(y_arr, members)
-    if verbose:
-        print(f"[{_OWNER}] fitting {n_models} models on member sets of a {n}-row pool", flush=True)
-    results = Parallel(n_jobs=n_jobs, verbose=max(0, verbose - 1))(
+    say = _progress_printer(verbose)
+    say(f"fitting {n_models} models on member sets of a {n}-row pool")
+    start = time.perf_counter()
+    # Results come back in order as the models finish (a generator), so progress is live.
+    jobs = Parallel(n_jobs=n_jobs, verbose=max(0, verbose - 1), return_as="generator")(
         delayed(_play_one)(
             estimator, X, y, np.flatnonzero(members[j]), seeds[j],
             output if kind == "callable" else kind, fit_params or {}, inspect, classes,
         )
         for j in range(n_models)
     )
+    results = []
+    for result in jobs:
+        results.append(result)
+        say(progress_line("model", len(results), n_models, time.perf_counter() - start))
     signal = np.vstack([r[0] for r in results])
     loss = np.vstack([r[1] for r in results])
     inspected = [r[2] for r in results] if inspect is not None else None
-    return MembershipGame(membership=members, signal=signal, loss=loss, output=kind, inspected=inspected)
+    checks = [r[3] for r in results]
+    issues = check_training(checks, owner=_OWNER, estimator_name=type(estimator).__name__, stacklevel=2)
+    return MembershipGame(membership=members, signal=signal, loss=loss, output=kind, inspected=inspected,
+                          checks=checks, issues=issues)
+
+
+def progress_line(what: str, done: int, total: int, elapsed: float) -> str:
+    """``"model 3/16 done, 12.0 s elapsed, about 52 s left"``: the progress of ``total`` like steps.
+
+    The time left is the mean time per finished step times the steps left (with ``n_jobs``
+    workers the steps finish in waves, and the mean spreads the wave's time over it).
+
+    Examples
+    --------
+    >>> progress_line("model", 4, 16, 10.0)
+    'model 4/16 done, 10.0 s elapsed, about 30 s left'
+    """
+    left = elapsed / done * (total - done) if done else float("nan")
+    tail = "" if done >= total else f", about {left:.0f} s left"
+    return f"{what} {done}/{total} done, {elapsed:.1f} s elapsed{tail}"
+
+
+def _progress_printer(verbose):
+    def say(message):
+        if verbose:
+            print(f"[{_OWNER}] {message}", flush=True)
+
+    return say

@@ -15,11 +15,13 @@ __all__ = ["format_table", "write_html_report", "NOTE"]
 
 #: What the table's columns mean, printed under it.
 NOTE = (
-    "TPR@1%FPR: the attack's true-positive rate at 1% false positives (x FPR: how many times "
-    "chance); promised: the most the row's promise allows there.\n"
+    "attack: the strongest of the attacks run on the row's shadow models (by TPR at 1% FPR); "
+    "its figures are shown. TPR@1%FPR: its true-positive rate at 1% false positives (x FPR: how "
+    "many times chance); promised: the most the row's promise allows there.\n"
     "advantage = max(TPR - FPR); an eta-MIP model promises advantage <= 2 eta. 'bound holds' "
-    "tests the promise along the whole ROC at 95% confidence; acc cost = baseline accuracy - "
-    "row accuracy."
+    "tests the promise along the whole ROC with every attack, and emp. eps is the largest DP "
+    "epsilon lower bound over the attacks, both at 95% confidence overall (Bonferroni over the "
+    "attacks); acc cost = baseline accuracy - row accuracy."
 )
 
 
@@ -39,14 +41,14 @@ def format_table(rows) -> str:
     -------
     str
     """
-    head = ["model", "defense", "test acc", "acc cost", "AUC", "TPR@1%FPR", "x FPR", "promised",
+    head = ["model", "defense", "attack", "test acc", "acc cost", "AUC", "TPR@1%FPR", "x FPR", "promised",
             "advantage", "emp. eps", "bound holds", "promise"]
     body = []
     for r in rows:
         holds = {True: "yes", False: "NO", None: "-"}[r["bound_holds"]]
         cost = r.get("accuracy_cost")
         body.append([
-            r.get("estimator", ""), r["defense"], f"{r['test_accuracy']:.3f}",
+            r.get("estimator", ""), r["defense"], r.get("attack") or "-", f"{r['test_accuracy']:.3f}",
             "-" if cost is None or r["defense"] == "baseline" else f"{cost:+.3f}",
             f"{r['auc']:.3f}", f"{r['tpr_at_1pct_fpr']:.3f}",
             f"{r['tpr_at_1pct_fpr'] / 0.01:.1f}x", _fmt(r.get("promised_tpr_at_1pct_fpr"), ".3f"),
@@ -83,7 +85,8 @@ def _figures(rows):
     drawn = set()
     for i, r in enumerate(rows):
         color = colors[i % len(colors)]
-        MIAttackDisplay.from_scores(r["_membership"], r["_scores"], name=_label(r), ax=ax,
+        name = _label(r) + (f" ({r['attack']})" if r.get("attack") else "")
+        MIAttackDisplay.from_scores(r["_membership"], r["_scores"], name=name, ax=ax,
                                     color=color, plot_chance_level=i == 0)
         # The promise in the row's colour: the eta-MIP line TPR = FPR + 2 eta, or the
         # mu-GMIP curve, which is far tighter at low FPR (Leemann et al., Definition 4.3).
@@ -99,7 +102,7 @@ def _figures(rows):
             ax.plot(grid, mip_tpr_bound(grid, eta), ls="--", lw=1.5, color=color,
                     label=f"promise: {eta:.3g}-MIP (TPR = FPR + 2 eta)")
     ax.legend(fontsize=7, loc="lower right")
-    ax.set_title("LiRA ROC of every row (log-log) with the promised bounds")
+    ax.set_title("ROC of every row's strongest attack (log-log) with the promised bounds")
     roc = _png(fig)
     plt.close(fig)
 
@@ -145,7 +148,7 @@ def write_html_report(path: str, rows, *, title: str = "skmip audit", notes=()) 
 <p>An eta-MIP model promises TPR &le; FPR + 2&nbsp;eta at every threshold (Izzo et al., Definition 1
 and Theorem 8, corrected): the dashed lines. A mu-GMIP model promises TPR &le; &Phi;(&Phi;<sup>-1</sup>(FPR) + mu)
 (Leemann et al., Definition 4.3): the dotted curves, much lower at small FPR.</p>
-<h2>ROC of the attack on every row (log-log axes)</h2><img alt="ROC curves" src="data:image/png;base64,{roc}">
+<h2>ROC of the strongest attack on every row (log-log axes)</h2><img alt="ROC curves" src="data:image/png;base64,{roc}">
 <h2>Privacy and utility</h2><img alt="privacy-utility plot" src="data:image/png;base64,{pu}">
 </body></html>
 """

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import numbers
+import time
 import warnings
 from dataclasses import dataclass, field
 from functools import partial
@@ -24,7 +25,7 @@ from sklearn.utils.validation import validate_data
 
 from skmip._rows import n_rows
 from skmip._validation import check_int, check_interval, check_n_jobs, check_option, check_sample_weight
-from skmip.attacks import get_attack
+from skmip.attacks.suite import bonferroni_confidence, resolve_attacks
 from skmip.game import play_membership_game
 from skmip.metrics import (
     check_mip_bound,
@@ -42,7 +43,8 @@ _OWNER = "MIAttackScorer"
 _METRICS = ("auc", "tpr_at_fpr", "advantage", "positive_accuracy", "empirical_epsilon")
 _SAMPLING = ("exact", "bernoulli")
 _FITTED = (
-    "scores_", "membership_", "attack_", "roc_auc_", "tpr_at_fpr_", "advantage_",
+    "scores_", "membership_", "attack_", "best_attack_", "attack_results_", "attack_confidence_",
+    "training_issues_", "roc_auc_", "tpr_at_fpr_", "advantage_",
     "positive_accuracy_", "empirical_epsilon_", "bound_", "bound_holds_", "bound_check_",
     "n_features_in_", "feature_names_in_",
 )
@@ -148,16 +150,23 @@ class MIAttackScorer(BaseEstimator):
     estimator : estimator instance, default=None
         The training algorithm to audit (``fit`` only; the scorer call audits the
         estimator it is given). Clones are fitted; the estimator itself is not touched.
-    attack : str or attack object, default="lira"
-        A registered alias (``"lira"``, ``"lira_offline"``, ``"rmia"``, ``"loss"``, ...; see
-        :mod:`skmip.attacks`) or an attack object such as ``LiRA(global_variance=True)``.
+    attack : "auto", str, attack object, or list of those, default="auto"
+        ``"auto"``: every strong attack that applies to the estimator -- RMIA online and
+        offline, LiRA online and offline, and LOSS as the floor
+        (:mod:`skmip.attacks.suite` says which apply to what) -- all on the *same* shadow
+        models; the strongest by ``metric`` is reported (``best_attack_``) and the confidence
+        statements are corrected for the choice (see Notes). A registered alias
+        (``"lira"``, ``"rmia"``, ``"loss"``, ...; see :mod:`skmip.attacks`) or an attack
+        object such as ``LiRA(global_variance=True)`` runs that attack alone; a list runs
+        those and reports the strongest.
     n_models : int, default=16
         Models in the game; each is the target once with the other ``n_models - 1`` as
         references. The game costs ``n_models`` fits.
     member_rate : float, default=0.5
         Probability that a row is in a model's training set. Definition 1 (eta-MIP) uses 0.5.
     metric : str, default="auc"
-        The number the scorer call returns, negated so that greater is better:
+        The number that ranks attacks (the strongest has the largest) and that the scorer
+        call returns, negated so that greater is better:
         ``"auc"``, ``"tpr_at_fpr"`` (at ``fpr``), ``"advantage"`` (max TPR - FPR),
         ``"positive_accuracy"`` (Thudi's quantile thresholds) or ``"empirical_epsilon"``.
         The ``"neg_"``-prefixed names are synonyms.
@@ -176,18 +185,34 @@ class MIAttackScorer(BaseEstimator):
     n_jobs : int, default=None
         Models fitted in parallel through joblib.
     verbose : int, default=0
-        Progress messages when > 0.
+        Progress messages when > 0: each fitted model with the time left, each attack's
+        scoring time, the strongest attack.
 
     Attributes
     ----------
     scores_ : ndarray of shape (n_models, n_samples)
-        Attack score of every (target model, row) pair; larger means "member".
+        Score of the strongest attack for every (target model, row) pair; larger means
+        "member".
     membership_ : ndarray of bool, shape (n_models, n_samples)
         Whether row i was in model k's training set.
     attack_ : object
-        The resolved attack.
+        The strongest attack (the only one, when one was asked for).
+    best_attack_ : str
+        Its name: the alias (``"rmia"``, ...) or the attack object's repr.
+    attack_results_ : dict
+        For every attack run, by name: ``roc_auc``, ``tpr_at_fpr``, ``advantage``,
+        ``positive_accuracy``, ``empirical_epsilon`` (at ``attack_confidence_``),
+        ``bound_holds``, ``bound_check`` and ``metric`` (the ranking value).
+    attack_confidence_ : float
+        The confidence of each attack's statements: ``1 - (1 - confidence) / n_attacks``
+        (Bonferroni), so that the statements about the strongest hold at ``confidence``.
+    training_issues_ : list of str
+        What the training check warned about (models that mostly did not converge, some that
+        predict a constant); empty when the models trained well. See
+        :mod:`skmip.training_check`: models that did not train at all raise
+        :class:`~skmip.exceptions.TrainingFailedError` instead.
     roc_auc_ : float
-        Area under the ROC over all trials.
+        Area under the strongest attack's ROC over all trials.
     tpr_at_fpr_ : float
         True-positive rate at false-positive rate ``fpr``.
     advantage_ : float
@@ -196,7 +221,8 @@ class MIAttackScorer(BaseEstimator):
         Best precision over the top-i*2.5% quantile thresholds (Thudi et al., Sec. 4.2).
     empirical_epsilon_ : float
         Clopper--Pearson lower bound on a DP epsilon at ``delta`` and ``confidence``
-        (threshold chosen on half of the trials, certified on the other half).
+        (threshold chosen on half of the trials, certified on the other half): the largest
+        over the attacks, each bound computed at ``attack_confidence_``.
     bound_ : float or None
         The bound the estimator states, translated to the game: eta for an eta-MIP
         estimator (``mip_bound_``), or the positive-accuracy bound for the game's members
@@ -204,10 +230,11 @@ class MIAttackScorer(BaseEstimator):
         ``train_size=1.0``, which promises nothing, the eta its noise was calibrated to
         (``target_eta_``): the check then tests the calibration, not a guarantee.
     bound_holds_ : bool or None
-        False when the measured attack refutes ``bound_`` at ``confidence``; None when there
-        is no bound or the game cannot test it.
+        False when some attack refutes ``bound_`` at ``confidence`` (each tested at
+        ``attack_confidence_``); None when there is no bound or the game cannot test it.
     bound_check_ : skmip.metrics.BoundCheck or None
-        Details of the test (margin, threshold).
+        Details of the test of the attack that comes closest to refuting it (margin,
+        threshold).
     n_features_in_ : int
         Number of features of the audit pool.
     feature_names_in_ : ndarray of str
@@ -241,6 +268,28 @@ class MIAttackScorer(BaseEstimator):
     compares the attack's precision at Thudi's 40 quantile thresholds with it. Use
     ``sampling="bernoulli"``: Theorem 3.3 assumes independent sampling.
 
+    **The strongest of several attacks.** With ``attack="auto"`` (or a list) the game is
+    played once and every attack scores the same ``n_models x n_samples`` trials. The point
+    figures (``roc_auc_``, ``tpr_at_fpr_``, ``advantage_``, ``positive_accuracy_``,
+    ``scores_``) are those of ``best_attack_``, the attack with the largest ``metric``: a
+    maximum over attacks, which can only overstate the leakage, the safe side for an audit.
+    The confidence statements are corrected for the choice: each attack's epsilon lower
+    bound and bound test are made at level ``1 - (1 - confidence) / A`` for ``A`` attacks,
+    so with probability at least ``confidence`` all ``A`` hold at once (union bound), and
+    with them ``empirical_epsilon_`` (their maximum) and ``bound_holds_`` (False if any
+    refutes). GLiR is not among the candidates: it attacks one step's averaged gradient,
+    which the game does not release.
+
+    **No false all-clear.** Before any attack runs, the game checks that its models trained
+    (:mod:`skmip.training_check`): non-finite parameters or outputs, or most models predicting
+    one output for every row, raise :class:`~skmip.exceptions.TrainingFailedError`; most
+    models not converging, or a few constant ones, raise an
+    :class:`~skmip.exceptions.AuditWarning` kept in ``training_issues_``.
+
+    **Regressors** are audited on minus the squared residual: LiRA (online and offline)
+    fits Gaussians to it per row, LOSS thresholds the squared error; RMIA needs a
+    likelihood and does not apply.
+
     The binomial confidence statements treat the ``n_models x n_samples`` trials as
     independent; they share models and rows, so read them as approximate.
 
@@ -250,6 +299,7 @@ class MIAttackScorer(BaseEstimator):
     References
     ----------
     Carlini et al., "Membership Inference Attacks From First Principles", IEEE S&P 2022.
+    Zarifzadeh, Liu, Shokri, "Low-Cost High-Power Membership Inference Attacks", ICML 2024.
     Izzo et al., "Provable Membership Inference Privacy", Definition 1, Theorem 8, Algorithm 1.
     Thudi et al., "Bounding Membership Inference", TMLR 2024, Theorem 3.3 and Section 4.2.
     Nasr et al., "Adversary instantiation", IEEE S&P 2021, Section IV-A.
@@ -265,13 +315,21 @@ class MIAttackScorer(BaseEstimator):
     ((4, 569), True)
     >>> bool(audit.roc_auc_ > 0.5)
     True
+
+    With ``attack="auto"`` (the default) every applicable attack scores the same models:
+
+    >>> audit = MIAttackScorer(DecisionTreeClassifier(), n_models=8, random_state=0).fit(X, y)
+    >>> sorted(audit.attack_results_) == sorted(["rmia", "rmia_offline", "lira", "lira_offline", "loss"])
+    True
+    >>> audit.best_attack_ in audit.attack_results_, round(audit.attack_confidence_, 3)
+    (True, 0.99)
     """
 
     def __init__(
         self,
         estimator=None,
         *,
-        attack="lira",
+        attack="auto",
         n_models: int = 16,
         member_rate: float = 0.5,
         metric: str = "auc",
@@ -309,46 +367,49 @@ class MIAttackScorer(BaseEstimator):
         check_n_jobs(_OWNER, self.n_jobs)
         if not isinstance(self.verbose, numbers.Integral):
             raise TypeError(f"{_OWNER}: verbose must be an integer; got {self.verbose!r}.")
-        attack = get_attack(self.attack)
-        validate = getattr(attack, "validate", None)
-        if validate is not None:
-            validate(estimator, n_models=n_models, member_rate=member_rate)
-        return attack, metric
+        attacks = resolve_attacks(self.attack, estimator, n_models=n_models, member_rate=member_rate, owner=_OWNER)
+        return attacks, metric
 
     def _log(self, message):
         if self.verbose:
             print(f"[{_OWNER}] {message}", flush=True)
 
-    def _play(self, estimator, X, y, fit_params, attack):
-        self._log(f"membership game: {self.n_models} models, attack {attack!r}")
+    def _play(self, estimator, X, y, fit_params, attacks):
+        names = ", ".join(attacks)
+        self._log(f"membership game: {self.n_models} models, attack(s) {names}")
         game = play_membership_game(
             estimator, X, y, n_models=self.n_models, member_rate=self.member_rate,
             sampling=self.sampling, random_state=self.random_state, n_jobs=self.n_jobs,
             verbose=self.verbose, fit_params=fit_params, inspect=_stated_bound,
         )
-        self._log("scoring every (target, row) pair")
-        scores = np.asarray(attack.score(game), dtype=np.float64)
-        if scores.shape != game.membership.shape:
-            raise ValueError(
-                f"{_OWNER}: the attack returned scores of shape {scores.shape}; expected "
-                f"{game.membership.shape} (n_models, n_samples)."
-            )
+        scores = {}
+        for name, attack in attacks.items():
+            start = time.perf_counter()
+            s = np.asarray(attack.score(game), dtype=np.float64)
+            if s.shape != game.membership.shape:
+                raise ValueError(
+                    f"{_OWNER}: the attack {name} returned scores of shape {s.shape}; expected "
+                    f"{game.membership.shape} (n_models, n_samples)."
+                )
+            scores[name] = s
+            self._log(f"attack {name}: scored every (target, row) pair in {time.perf_counter() - start:.1f} s")
         return game, scores
 
-    def _metric_value(self, metric, membership, scores):
+    def _metric_value(self, metric, membership, scores, confidence):
         funcs = {
             "auc": mi_roc_auc,
             "tpr_at_fpr": partial(tpr_at_fpr, fpr=self.fpr),
             "advantage": membership_advantage,
             "positive_accuracy": positive_accuracy,
-            "empirical_epsilon": partial(empirical_epsilon, delta=self.delta, confidence=self.confidence),
+            "empirical_epsilon": partial(empirical_epsilon, delta=self.delta, confidence=confidence),
         }
         return float(funcs[metric](membership, scores))
 
-    def _bound(self, game, scores):
+    def _stated(self, game):
+        """The game's stated bound as ``(kind, value)``, or None; warns once when the check is inexact."""
         stated = [b for b in (game.inspected or []) if b is not None]
         if not stated:
-            return None, None, None
+            return None
         kinds = {b.kind for b in stated}
         if len(kinds) > 1:  # pragma: no cover - one estimator states one kind
             raise ValueError(f"{_OWNER}: the models state different kinds of bounds: {kinds}.")
@@ -367,7 +428,7 @@ class MIAttackScorer(BaseEstimator):
                     "bound_holds_ is not computed; use member_rate=0.5.",
                     UserWarning, stacklevel=3,
                 )
-                return eta, None, None
+                return ("untestable", eta)
             if subsampled:
                 warnings.warn(
                     f"{_OWNER}: the audited models were trained on a subsample of the game's "
@@ -382,13 +443,11 @@ class MIAttackScorer(BaseEstimator):
                     f"{self.sampling!r} makes the check approximate. Use sampling='exact'.",
                     UserWarning, stacklevel=3,
                 )
-            check = check_mip_bound(game.membership, scores, eta, confidence=self.confidence)
-            return eta, check.holds, check
+            return ("mip", eta)
         # positive accuracy
         bounds = [_positive_accuracy_game_bound(b, self.member_rate) for b in stated]
         if any(b is None for b in bounds):
-            return None, None, None
-        bound = max(bounds)
+            return None
         if self.sampling != "bernoulli":
             warnings.warn(
                 f"{_OWNER}: Theorem 3.3 assumes records are sampled independently; "
@@ -396,8 +455,42 @@ class MIAttackScorer(BaseEstimator):
                 "Use sampling='bernoulli'.",
                 UserWarning, stacklevel=3,
             )
-        check = check_positive_accuracy_bound(game.membership, scores, bound, confidence=self.confidence)
-        return bound, check.holds, check
+        return ("positive_accuracy", max(bounds))
+
+    @staticmethod
+    def _check(stated, membership, scores, confidence):
+        """``(holds, BoundCheck)`` of one attack's scores against the stated bound."""
+        if stated is None or stated[0] == "untestable":
+            return None, None
+        kind, value = stated
+        if kind == "mip":
+            check = check_mip_bound(membership, scores, value, confidence=confidence)
+        else:
+            check = check_positive_accuracy_bound(membership, scores, value, confidence=confidence)
+        return check.holds, check
+
+    def _results(self, game, scores, metric, stated):
+        """Every attack's metrics, its confidence statements at the Bonferroni level, and the best."""
+        m = game.membership
+        level = bonferroni_confidence(self.confidence, len(scores))
+        results = {}
+        for name, s in scores.items():
+            holds, check = self._check(stated, m, s, level)
+            results[name] = {
+                "roc_auc": mi_roc_auc(m, s),
+                "tpr_at_fpr": float(tpr_at_fpr(m, s, self.fpr)),
+                "advantage": membership_advantage(m, s),
+                "positive_accuracy": positive_accuracy(m, s),
+                "empirical_epsilon": empirical_epsilon(m, s, delta=self.delta, confidence=level),
+                "bound_holds": holds,
+                "bound_check": check,
+            }
+            results[name]["metric"] = (
+                results[name]["empirical_epsilon"] if metric == "empirical_epsilon"
+                else self._metric_value(metric, m, s, level)
+            )
+        best = max(results, key=lambda n: results[n]["metric"])  # first of equals: AUTO_ATTACKS order
+        return results, best, level
 
     # ------------------------------------------------------------------ API
     def fit(self, X: ArrayLike, y: ArrayLike | None = None, **fit_params):
@@ -428,28 +521,39 @@ class MIAttackScorer(BaseEstimator):
                 f"{_OWNER}: estimator is None. Pass the training algorithm to audit, "
                 "MIAttackScorer(estimator).fit(X, y), or call the scorer as scorer(estimator, X, y)."
             )
-        attack, _ = self._validate(self.estimator)
+        attacks, metric = self._validate(self.estimator)
         # Record n_features_in_ / feature_names_in_ without converting X (the audited
         # estimator may need a DataFrame), on a copy: nothing is set before the audit succeeds.
         probe = copy.copy(self)
         validate_data(probe, X, skip_check_array=True, reset=True)
         check_sample_weight(_OWNER, fit_params, n_rows(X))
-        game, scores = self._play(self.estimator, X, y, fit_params, attack)
-        m = game.membership
+        game, scores = self._play(self.estimator, X, y, fit_params, attacks)
         self._log("metrics and bound check")
-        bound, holds, check = self._bound(game, scores)
+        stated = self._stated(game)
+        results, best, level = self._results(game, scores, metric, stated)
+        chosen = results[best]
+        checks = [r["bound_check"] for r in results.values() if r["bound_check"] is not None]
+        worst = max(checks, key=lambda c: c.margin) if checks else None
+        if len(results) > 1:
+            self._log(f"strongest attack by {metric}: {best} ({chosen['metric']:.4g})")
         fitted = {
-            "scores_": scores,
-            "membership_": m,
-            "attack_": attack,
-            "roc_auc_": mi_roc_auc(m, scores),
-            "tpr_at_fpr_": float(tpr_at_fpr(m, scores, self.fpr)),
-            "advantage_": membership_advantage(m, scores),
-            "positive_accuracy_": positive_accuracy(m, scores),
-            "empirical_epsilon_": empirical_epsilon(m, scores, delta=self.delta, confidence=self.confidence),
-            "bound_": bound,
-            "bound_holds_": holds,
-            "bound_check_": check,
+            "scores_": scores[best],
+            "membership_": game.membership,
+            "attack_": attacks[best],
+            "best_attack_": best,
+            "attack_results_": results,
+            "attack_confidence_": level,
+            "training_issues_": list(game.issues),
+            "roc_auc_": chosen["roc_auc"],
+            "tpr_at_fpr_": chosen["tpr_at_fpr"],
+            "advantage_": chosen["advantage"],
+            "positive_accuracy_": chosen["positive_accuracy"],
+            # Each attack's lower bound holds at the Bonferroni level, so their maximum holds
+            # at ``confidence`` (union bound; docs/auditing.md).
+            "empirical_epsilon_": max(r["empirical_epsilon"] for r in results.values()),
+            "bound_": None if stated is None else stated[1],
+            "bound_holds_": None if worst is None else all(c.holds for c in checks),
+            "bound_check_": worst,
             "n_features_in_": probe.n_features_in_,
         }
         if hasattr(probe, "feature_names_in_"):
@@ -474,9 +578,10 @@ class MIAttackScorer(BaseEstimator):
         float
             ``-metric``: greater is better (less leakage), as scikit-learn scorers require.
         """
-        attack, metric = self._validate(estimator)
-        game, scores = self._play(estimator, X, y, {}, attack)
-        return -self._metric_value(metric, game.membership, scores)
+        attacks, metric = self._validate(estimator)
+        game, scores = self._play(estimator, X, y, {}, attacks)
+        level = bonferroni_confidence(self.confidence, len(scores))
+        return -max(self._metric_value(metric, game.membership, s, level) for s in scores.values())
 
     @property
     def name(self) -> str:
@@ -496,7 +601,7 @@ class MIAttackScorer(BaseEstimator):
 
 
 def make_mi_scorer(
-    attack="lira",
+    attack="auto",
     *,
     metric: str = "auc",
     n_models: int = 16,
@@ -513,7 +618,7 @@ def make_mi_scorer(
 
     Returns ``MIAttackScorer(estimator=None, ...)``: called as ``scorer(estimator, X, y)``
     it plays the membership game with clones of ``estimator`` on ``(X, y)`` and returns the
-    chosen leakage metric negated (greater is better). Parameters are those of
+    chosen leakage metric of the strongest attack negated (greater is better). Parameters are those of
     :class:`MIAttackScorer`.
 
     Notes

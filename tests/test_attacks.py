@@ -22,7 +22,7 @@ from skmip.attacks import (
     register_attack,
     rmia_scores,
 )
-from skmip.attacks.rmia import OFFLINE_A_GRID, _tune_offline_a
+from skmip.attacks.rmia import OFFLINE_A_GRID, _reference_means, _tune_offline_a
 from skmip.game import MembershipGame
 from skmip.metrics import mi_roc_auc, tpr_at_fpr
 
@@ -168,8 +168,10 @@ def test_rmia_offline_a_is_tuned_on_a_reference_model(rng):
     K, n = 8, 80
     m = _balanced_membership(rng, K, n)
     ll = np.log(stats.norm.cdf(rng.normal(size=(1, n)) + m + 0.5 * rng.normal(size=(K, n))))
-    refs = np.arange(1, K)
-    a = _tune_offline_a(ll, m, refs, 0.0, None, np.random.default_rng(0))
+    # target 0, pseudo-target 1, references 2..7: their OUT log-mean is row 0 of the
+    # leave-one-out means over models 1..7
+    others = _reference_means(ll[1:], m[1:], online=False)[1][0]
+    a = _tune_offline_a(ll, m, 1, others, 0.0, None, np.random.default_rng(0))
     assert a in OFFLINE_A_GRID
     # the tuned value is the best of the grid on the pseudo-target (model 1, refs 2..7)
     aucs = [mi_roc_auc(m[1], rmia_scores(ll[1:], m[1:], online=False, offline_a=float(g), tie_break=False, random_state=0)[0])
@@ -313,3 +315,57 @@ def test_register_attack():
         from skmip.attacks import _REGISTRY
 
         _REGISTRY.pop("constant_for_test")
+
+
+def _naive_rmia_prior(ll, m, k, online, a):
+    """log P(x) of target k by a direct sum over its K - 1 references (the O(K^2 n) way)."""
+    from scipy.special import logsumexp
+
+    refs = np.arange(ll.shape[0]) != k
+    mean_all = logsumexp(ll[refs], axis=0) - np.log(refs.sum())
+    if online:
+        return mean_all
+    out = refs[:, None] & ~m
+    with np.errstate(divide="ignore"):
+        mean_out = logsumexp(np.where(out, ll, -np.inf), axis=0) - np.log(out.sum(0))
+    mean_out = np.where(out.sum(0) > 0, mean_out, mean_all)
+    return np.logaddexp(np.log((1 + a) / 2) + mean_out, np.log((1 - a) / 2))
+
+
+@pytest.mark.parametrize("online", [True, False])
+def test_rmia_cost_is_linear_in_the_number_of_models(rng, monkeypatch, online):
+    """Offline RMIA used to sum K - 1 references for each of K targets and each of the 11
+    tuning values of a (O(K^2 n)). Now the reference means of all targets come from a fixed
+    number of leave-one-out passes over the K x n matrix, and each target adds a fixed number
+    of rankings of n rows: counted here, for K = 6 and K = 24. The scores equal the direct sums'."""
+    import skmip.attacks.rmia as rmia
+
+    calls = {"loo_rows": [], "dominance": 0}
+    loo, dominance = rmia._loo_log_mean, rmia._dominance
+
+    def counting_loo(values, weights):
+        calls["loo_rows"].append(values.shape[0])
+        return loo(values, weights)
+
+    def counting_dominance(*args):
+        calls["dominance"] += 1
+        return dominance(*args)
+
+    monkeypatch.setattr(rmia, "_loo_log_mean", counting_loo)
+    monkeypatch.setattr(rmia, "_dominance", counting_dominance)
+    per_target = 1 if online else 1 + len(OFFLINE_A_GRID)
+    for K in (6, 24):
+        calls.update(loo_rows=[], dominance=0)
+        m = _balanced_membership(rng, K, 60)
+        ll = np.log(stats.norm.cdf(rng.normal(size=(1, 60)) + m + 0.5 * rng.normal(size=(K, 60))))
+        scores = rmia_scores(ll, m, online=online, offline_a=0.3 if K == 6 else "auto", tie_break=False)
+        # a fixed number of passes over (at most) all K models: O(K n) work
+        assert len(calls["loo_rows"]) == (1 if online else 2 if K == 6 else 4)
+        assert max(calls["loo_rows"]) == K
+        # one ranking per target, plus the grid of a per target when a is tuned
+        assert calls["dominance"] == K * (per_target if K == 24 else 1)
+        if K == 6:  # the leave-one-out means are the direct sums
+            for k in range(K):
+                log_ratio = ll[k] - _naive_rmia_prior(ll, m, k, online, 0.3)
+                population = np.flatnonzero(~m[k])
+                np.testing.assert_allclose(scores[k], dominance(log_ratio, population, 0.0), atol=1e-12)

@@ -280,3 +280,38 @@ def test_without_the_torch_extra_the_network_is_scikit_learns(monkeypatch):
     rows, skipped = audit_plan.plan_rows([(spec, ["gmip", "mip"])], options, 5, 2, 200)
     assert [r.defense for r in rows] == ["baseline", "MIP eta=0.3"]
     assert [(s.defense, "skmip[torch]" in s.reason) for s in skipped] == [("gmip", True)]
+
+
+def test_attack_option_and_the_report_rewritten_after_every_row(tmp_path, capsys):
+    """--attack runs the named attacks (the strongest is named in the table and the JSON); the
+    JSON is rewritten after each row, so a run that stops keeps the rows it finished."""
+    out_json = tmp_path / "partial.json"
+    argv = SMALL + ["--dataset", "breast_cancer", "--estimator", "logreg",
+                    "--estimator", "sklearn.naive_bayes.CategoricalNB",  # refuses standardised data
+                    "--defense", "none", "--attack", "loss", "--attack", "lira", "--json", str(out_json)]
+    assert main(argv) == 2
+    assert "CategoricalNB (baseline): fitting failed" in capsys.readouterr().err
+    data = json.loads(out_json.read_text())
+    assert data["complete"] is False and data["rows_planned"] == 2
+    (row,) = data["results"]
+    assert (row["estimator"], row["defense"]) == ("logreg", "baseline")
+    assert set(row["attacks"]) == {"loss", "lira"} and row["attack"] in row["attacks"]
+    assert row["tpr_at_1pct_fpr"] == max(a["tpr_at_1pct_fpr"] for a in row["attacks"].values())
+    assert row["attack_confidence"] == pytest.approx(0.975)
+    # the same run without the failing estimator completes, the table naming the attack
+    argv = SMALL + ["--dataset", "breast_cancer", "--estimator", "logreg", "--defense", "none",
+                    "--attack", "loss", "--json", str(out_json)]
+    assert main(argv) == 0
+    table = capsys.readouterr().out
+    assert "attack" in table.splitlines()[3] and " loss " in table
+    data = json.loads(out_json.read_text())
+    assert data["complete"] is True and data["results"][0]["attack"] == "loss"
+
+
+def test_progress_names_each_model_and_the_time_left(capsys):
+    argv = [a for a in SMALL if a != "-q"] + ["--dataset", "breast_cancer", "--estimator", "logreg",
+                                              "--defense", "none", "--attack", "loss"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "model 1/4 done" in err and "s left" in err and "model 4/4 done" in err
+    assert "done: loss finds AUC" in err

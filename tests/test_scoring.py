@@ -14,6 +14,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from skmip.attacks import get_attack
 from skmip.bounds import positive_accuracy_bound
 from skmip.metrics import mi_roc_auc, tpr_at_fpr
 from skmip.scoring import MIAttackScorer, StatedBound, _stated_bound, make_mi_scorer
@@ -71,7 +72,15 @@ def test_fit_sets_every_documented_attribute(cancer):
     assert 0 <= audit.tpr_at_fpr_ <= 1 and 0 <= audit.advantage_ <= 1
     assert audit.roc_auc_ == pytest.approx(mi_roc_auc(audit.membership_, audit.scores_))
     assert audit.bound_ is None and audit.bound_holds_ is None and audit.bound_check_ is None
-    assert repr(audit.attack_) == "LiRA(online=True, global_variance='auto')"
+    # attack="auto" (the default): every attack that applies, the strongest reported
+    assert list(audit.attack_results_) == ["rmia", "rmia_offline", "lira", "lira_offline", "loss"]
+    best = audit.best_attack_
+    assert audit.roc_auc_ == audit.attack_results_[best]["roc_auc"] == max(
+        r["roc_auc"] for r in audit.attack_results_.values())
+    assert audit.attack_ == get_attack(best)
+    assert audit.empirical_epsilon_ == max(r["empirical_epsilon"] for r in audit.attack_results_.values())
+    assert audit.attack_confidence_ == pytest.approx(1 - 0.05 / 5)
+    assert audit.training_issues_ == []
 
 
 def test_scorer_call_is_the_negated_metric_of_the_same_game(cancer):

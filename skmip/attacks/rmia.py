@@ -23,26 +23,41 @@ __all__ = ["RMIA", "rmia_scores"]
 OFFLINE_A_GRID = np.round(np.arange(0.0, 1.01, 0.1), 1)
 
 
-def _log_mean(log_values, weights):
-    """log of the weighted mean of exp(log_values) along axis 0; NaN where all weights are 0."""
-    from scipy.special import logsumexp
+def _loo_log_mean(log_values, weights):
+    """Leave-one-out log of the weighted mean of exp(log_values) along axis 0.
 
-    w = weights.astype(np.float64)
-    cnt = w.sum(0)
+    Entry ``[k, i]`` is ``log(sum_{j != k} w[j, i] exp(v[j, i]) / sum_{j != k} w[j, i])`` (NaN
+    where that weight is 0), for every k at once: prefix and suffix log-sums-of-exps
+    (``np.logaddexp.accumulate``) joined around k, so all ``K`` leave-one-out means cost
+    ``O(K n)`` -- not ``K`` separate sums over ``K - 1`` models, ``O(K^2 n)`` -- with no
+    subtraction of exponentials (which would cancel when one model dominates a row).
+    """
+    w = np.asarray(weights, dtype=bool)
+    v = np.where(w, log_values, -np.inf)
+    pad = np.full((1, v.shape[1]), -np.inf)
+    prefix = np.vstack([pad, np.logaddexp.accumulate(v, axis=0)[:-1]])             # models < k
+    suffix = np.vstack([np.logaddexp.accumulate(v[::-1], axis=0)[::-1][1:], pad])  # models > k
+    cnt = w.sum(0)[None, :] - w
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = logsumexp(log_values, axis=0, b=w) - np.log(cnt)
+        out = np.logaddexp(prefix, suffix) - np.log(cnt)
     return np.where(cnt > 0, out, np.nan)
 
 
-def _log_prior(log_lik, member, refs, online, a):
-    """log P(x) for every row from the reference models ``refs`` (Zarifzadeh et al., Sec. 3)."""
-    all_refs = np.ones((refs.size, log_lik.shape[1]), dtype=bool)
-    mean_all = _log_mean(log_lik[refs], all_refs)
+def _reference_means(ll, member, online):
+    """Leave-one-out ``(log P_all(x), log P_OUT(x))`` of every target, each (K, n).
+
+    Row k averages over the reference models ``j != k`` (Zarifzadeh et al., Sec. 3): over all
+    of them, and (offline) over those that did not train on the row.
+    """
+    mean_all = _loo_log_mean(ll, np.ones(ll.shape, dtype=bool))
     if online:
-        return mean_all
-    # Offline: only OUT references; P(x) ~ ((1 + a) P_out(x) + (1 - a)) / 2 (Sec. 3.2).
-    mean_out = _log_mean(log_lik[refs], ~member[refs])
-    mean_out = np.where(np.isnan(mean_out), mean_all, mean_out)
+        return mean_all, None
+    mean_out = _loo_log_mean(ll, ~member)
+    return mean_all, np.where(np.isnan(mean_out), mean_all, mean_out)
+
+
+def _offline_prior(mean_out, a):
+    """Offline ``log P(x)`` from the OUT references: ``((1 + a) P_OUT(x) + (1 - a)) / 2`` (Sec. 3.2)."""
     with np.errstate(divide="ignore"):
         return np.logaddexp(np.log((1 + a) / 2) + mean_out, np.log((1 - a) / 2))
 
@@ -168,21 +183,33 @@ def rmia_scores(
 
         n_population = check_int(owner, "n_population", n_population, 2, None)
     K, n = m.shape
-    rng = resolve_rng(random_state)
+    # Only the population subsample is random: no generator (and no OS entropy) without it.
+    rng = resolve_rng(random_state) if n_population is not None else None
     # Distinct fractions a/p != b/q with p, q <= n differ by at least 1/n^2.
     tie_eps = 0.5 / float(n) ** 2 if tie_break else 0.0
     log_gamma = np.log(gamma)
     scores = np.empty((K, n))
-    models = np.arange(K)
+    mean_all, mean_out = _reference_means(ll, m, online)
+    tuning = None
+    if not online and isinstance(offline_a, str) and K > 2:
+        # The pseudo-target of target k is model 0 (model 1 for k = 0), attacked with the
+        # models other than it and k: leave-one-out means over the models without model 0
+        # give all of them at once (row k - 1 excludes k; row 0, model 1, serves k = 0 too).
+        _, out_wo0 = _reference_means(ll[1:], m[1:], online=False)
+        tuning = out_wo0
     for k in range(K):
         population = np.flatnonzero(~m[k])
         if n_population is not None and population.size > n_population:
             population = np.sort(rng.choice(population, size=n_population, replace=False))
-        refs = models[models != k]
-        a = offline_a
-        if not online and isinstance(offline_a, str):
-            a = _tune_offline_a(ll, m, refs, log_gamma, n_population, rng)
-        log_ratio = ll[k] - _log_prior(ll, m, refs, online, a)
+        if online:
+            log_prior = mean_all[k]
+        else:
+            a = offline_a
+            if isinstance(offline_a, str):
+                a = 0.5 if tuning is None else _tune_offline_a(
+                    ll, m, 1 if k == 0 else 0, tuning[max(k - 1, 0)], log_gamma, n_population, rng)
+            log_prior = _offline_prior(mean_out[k], a)
+        log_ratio = ll[k] - log_prior
         scores[k] = _dominance(log_ratio, population, log_gamma)
         if tie_eps:
             from scipy.special import expit
@@ -191,17 +218,18 @@ def rmia_scores(
     return scores
 
 
-def _tune_offline_a(ll, m, refs, log_gamma, n_population, rng):
-    """Best offline a for attacking one reference model (a pseudo-target) with the others."""
-    if refs.size < 2:
-        return 0.5
-    pseudo, others = refs[0], refs[1:]
+def _tune_offline_a(ll, m, pseudo, mean_out_others, log_gamma, n_population, rng):
+    """Best offline a for attacking one reference model (a pseudo-target) with the others.
+
+    ``mean_out_others`` is the OUT log-mean of the remaining references (neither the target
+    nor the pseudo-target). Costs ``len(OFFLINE_A_GRID)`` rankings of ``n`` rows, whatever K.
+    """
     population = np.flatnonzero(~m[pseudo])
     if n_population is not None and population.size > n_population:
         population = np.sort(rng.choice(population, size=n_population, replace=False))
     best_a, best_auc = 0.0, -np.inf
     for a in OFFLINE_A_GRID:
-        log_ratio = ll[pseudo] - _log_prior(ll, m, others, False, a)
+        log_ratio = ll[pseudo] - _offline_prior(mean_out_others, a)
         auc = _auc(m[pseudo], _dominance(log_ratio, population, log_gamma))
         if auc > best_auc:
             best_a, best_auc = float(a), auc
