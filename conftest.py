@@ -60,6 +60,11 @@ def _where():
     return " <- ".join(f"{os.path.relpath(f.filename)}:{f.lineno} {f.name}" for f in frames)
 
 
+def _importing():
+    """Whether the caller runs inside a module's import (its top-level code)."""
+    return any(f.filename.startswith("<frozen importlib") for f in traceback.extract_stack())
+
+
 @contextlib.contextmanager
 def entropy_audit(replace_with=None):
     """Record every draw of fresh OS entropy made inside the block.
@@ -74,7 +79,9 @@ def entropy_audit(replace_with=None):
     real = np.random.default_rng
 
     def default_rng(seed=None):
-        if seed is None:
+        # A module that builds a generator when it is first imported (which test imports it
+        # first depends on the order, under xdist too) is not the test's draw.
+        if seed is None and not _importing():
             records.append(f"numpy.random.default_rng() without a seed at {_where()}")
             if replace_with is not None:
                 seed = replace_with
