@@ -427,7 +427,11 @@ def validate_input(wrapper, X, y, fit_params=None):
         return _validate_arrays(owner, wrapper.estimator, copy.copy(wrapper), X, y, fit_params)
     probe = copy.copy(wrapper)
     with input_errors(owner):
-        validate_data(probe, X, reset=True, skip_check_array=True)
+        if hasattr(X, "columns"):  # a DataFrame goes to the pipeline as it is (columns by name)
+            validate_data(probe, X, reset=True, skip_check_array=True)
+        else:  # other array-likes become arrays of any dtype; the transformed rows are checked
+            X = validate_data(probe, X, reset=True, dtype=None, ensure_all_finite=False,
+                              accept_sparse=["csr", "csc"])
         if y is not None:
             y = check_array(y, ensure_2d=False, dtype=None, ensure_all_finite=True)
             check_consistent_length(X, y)
