@@ -74,6 +74,16 @@ class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
     least squares, Poisson/Gamma/Tweedie GLMs, squared-hinge ``LinearSVC``) and the moments
     calibration for every other estimator.
 
+    A :class:`~sklearn.pipeline.Pipeline` whose last step has such a loss (with ``params="auto"``
+    and ``method`` ``"auto"`` or ``"coupling"``) is calibrated by coupling too: its transformers
+    are fitted on all of ``D`` (functions of ``D``, the same for every ``D_train``, so they
+    carry no membership signal under Definition 1; facts about ``D`` as a whole, such as the
+    categories a ``OneHotEncoder`` found, are released as they are), and the last step is
+    calibrated and released exactly as a bare estimator on the transformed rows. ``X`` reaches
+    the pipeline as passed: a DataFrame with string or categorical columns for its own
+    ``ColumnTransformer``. Fit parameters name their step (``logisticregression__sample_weight``).
+    See the docs page "Your pipeline, your estimator".
+
     Parameters
     ----------
     estimator : estimator instance
@@ -162,7 +172,8 @@ class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
     ----------
     estimator_ : estimator
         The releasable model: a fitted clone of ``estimator`` holding only noised,
-        projected parameters, with training diagnostics removed.
+        projected parameters, with training diagnostics removed (on the pipeline route, the
+        transformers fitted on ``D`` and the noised last step).
     sigma_ : ndarray of shape (d,)
         Per-coordinate spread of the parameters (M-th root of the M-th central moment; for
         the full coupling shape, the standard deviation; for the designed shape, the
