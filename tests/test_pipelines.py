@@ -173,3 +173,13 @@ def test_cli_row_shows_its_calibration_and_every_warning_of_its_fit(tmp_path, ca
 ])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+def test_cli_plans_the_mip_row_for_a_pipeline_the_route_covers():
+    # A OneHotEncoder has no parameter adapter, but on the pipeline route it is fitted on D
+    # and not noised: the command plans the MIP row (it skipped it before).
+    from skmip.audit_plan import _mip_reason
+
+    pipe = make_pipeline(OneHotEncoder(handle_unknown="ignore"), LogisticRegression())
+    assert _mip_reason(pipe, "auto") is None and _mip_reason(pipe, "coupling") is None
+    assert "has none it can read" in _mip_reason(pipe, "moments")
