@@ -504,14 +504,15 @@ def _fit_path(wrapper, X, y, etas, fit_params):
 
     check_privacy_seed(_OWNER, wrapper.random_state)
     given_subset = wrapper.train_size == 1.0
+    route = preprocessing_route(wrapper.estimator, wrapper.method, wrapper.params)
     if given_subset:
         warn_no_promise_on_given_subset(
             _OWNER, "the noise scale and shape (sigma_, the swap distances, the designed or "
-            "covariance shape, over halves of the data)",
+            "covariance shape, over halves of the data)"
+            + (" and the pipeline's transformers" if route is not None else ""),
         )
     rng = resolve_rng(wrapper.random_state)
     inner_seed = draw_seed(rng)
-    route = preprocessing_route(wrapper.estimator, wrapper.method, wrapper.params)
     transformers = None
     if route is not None:
         # A pipeline's transformers are fitted on all of D before D_train is drawn: functions
