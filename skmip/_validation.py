@@ -189,19 +189,25 @@ def check_n_features(owner, X, n_features_in):
 def check_predict_input(estimator, X):
     """``X`` for the inner model a fitted meta-estimator holds, checked against its ``fit``.
 
-    The width and the column names are checked here, so that errors name ``estimator``. The
-    inner model was fitted on the validated array, without column names: a DataFrame is
-    handed on as its values.
+    The width and the column names are checked here, as scikit-learn checks them
+    (``validate_data(reset=False)``: reordered, renamed or missing columns are an error), so
+    that errors name ``estimator``. An inner model fitted on the validated array, without
+    column names, is handed a DataFrame as its values; one fitted on the DataFrame itself (a
+    pipeline whose ``ColumnTransformer`` picks columns by name) gets the DataFrame.
     """
     from sklearn.utils.validation import check_is_fitted, validate_data
 
     check_is_fitted(estimator)
-    check_n_features(type(estimator).__name__, X, estimator.n_features_in_)
+    owner = type(estimator).__name__
+    check_n_features(owner, X, estimator.n_features_in_)
     if len(getattr(X, "shape", ())) == 2:  # column names (other shapes: the inner model's error)
-        validate_data(estimator, X, reset=False, skip_check_array=True)
-    # A model trained on a DataFrame (the synthetic route of MIPNoiseWrapper) gets one.
-    keep_frame = hasattr(getattr(estimator, "estimator_", None), "feature_names_in_")
-    return X.to_numpy() if hasattr(X, "columns") and not keep_frame else X
+        with input_errors(owner):
+            validate_data(estimator, X, reset=False, skip_check_array=True)
+    # A model trained on a DataFrame (the synthetic route of MIPNoiseWrapper, a pipeline
+    # fitted on column names) gets one.
+    if hasattr(X, "columns") and not hasattr(getattr(estimator, "estimator_", None), "feature_names_in_"):
+        return X.to_numpy()
+    return X
 
 
 def check_cv_folds(owner, cv, y, n, classifier):

@@ -9,7 +9,9 @@ every requested defense that applies, and names each defense that does not with 
 ``mip``
     :class:`~skmip.MIPNoiseWrapper` noises the fitted parameters, so it needs a parameter
     adapter (:func:`skmip.params.get_adapter`): linear models, MLPs, skorch nets, pipelines
-    of those. Trees, forests, boosting and k-NN have no continuous parameters to noise.
+    of those, or a pipeline whose last step the coupling calibration covers (its transformers,
+    a ``OneHotEncoder`` included, are fitted on D; docs/pipelines.md). Trees, forests,
+    boosting and k-NN have no continuous parameters to noise.
 ``subsampled-dp``
     :class:`~skmip.SubsampledDPClassifier` runs a differentially private learner on a
     Poisson subsample (Thudi et al., Theorem 3.3): it needs a DP learner, an estimator with
@@ -309,9 +311,12 @@ class Skipped:
     reason: str
 
 
-def _mip_reason(est):
+def _mip_reason(est, method="auto"):
     from skmip.params import get_adapter
+    from skmip.wrappers._preprocessing import preprocessing_route
 
+    if preprocessing_route(est, method, "auto") is not None:
+        return None  # transformers fitted on D, the last step calibrated by coupling
     try:
         get_adapter(est)
     except (TypeError, ValueError) as exc:
@@ -403,7 +408,7 @@ def plan_rows(specs_and_defenses, options, n_features, n_classes, n_rows):
         # The baseline row is always shown: a defense means nothing without it.
         rows.append(AuditRow(spec.name, "baseline", "none", lambda s=spec: s.make(d, k), "none"))
         if "mip" in asked:
-            reason = _mip_reason(est)
+            reason = _mip_reason(est, options.mip_method)
             if reason:
                 skipped.append(Skipped(spec.name, "mip", reason))
             else:

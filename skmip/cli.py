@@ -29,7 +29,7 @@ import warnings
 import numpy as np
 
 from skmip.audit_plan import ALIASES, DEFENSES, FPR, SHOWCASE, PlanError
-from skmip.report import NOTE, format_table
+from skmip.report import NOTE, calibration_of, fit_warning_lines, format_table, format_warnings
 
 __all__ = ["main", "build_parser", "run", "format_table"]
 
@@ -347,10 +347,10 @@ def run(args, say=print, on_row=None):
     for i, plan in enumerate(plans, start=1):
         label = f"[{i}/{len(plans)}] {plan.estimator}: {plan.defense}"
         say(f"{label}: fitting for utility")
-        with warnings.catch_warnings():
-            # The audit fixes seeds on purpose; the warning is stated once in the output.
-            warnings.simplefilter("ignore", PrivacyWarning)
-            warnings.simplefilter("ignore", UserWarning)
+        with warnings.catch_warnings(record=True) as raised:
+            # Every warning of the fit for utility is kept for the row (the fit that stands for
+            # the release); the game's own fits are silenced below.
+            warnings.simplefilter("always", UserWarning)
             warnings.filterwarnings("ignore", module="opacus")
             try:
                 model = fix_inner_random_state(plan.make(), args.seed)
@@ -363,6 +363,11 @@ def run(args, say=print, on_row=None):
             except Exception as exc:  # noqa: BLE001 - the user's estimator may raise anything
                 note = _missing_values_hint(exc, args) or f"{type(exc).__name__}: {exc}"
                 raise CLIError(f"{plan.estimator} ({plan.defense}): fitting failed: {note}") from None
+        fit_warnings = fit_warning_lines(raised)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyWarning)
+            warnings.simplefilter("ignore", UserWarning)
+            warnings.filterwarnings("ignore", module="opacus")
             utility = float(model.score(X_test, y_test))
             say(f"{label}: membership game with {args.n_models} models "
                 f"(attack {attack if isinstance(attack, str) else ', '.join(attack)})")
@@ -399,6 +404,8 @@ def run(args, say=print, on_row=None):
             "auc": float(scorer.roc_auc_),
             "tpr_at_1pct_fpr": float(scorer.tpr_at_fpr_),
             "promised_tpr_at_1pct_fpr": promised,
+            "calibration": calibration_of(model) if plan.key != "none" else None,
+            "warnings": fit_warnings,
             "advantage": float(scorer.advantage_),
             "empirical_epsilon": float(scorer.empirical_epsilon_),
             "positive_accuracy": float(scorer.positive_accuracy_),
@@ -531,6 +538,9 @@ def main(argv=None) -> int:
     print("\n" + NOTE)
     for line in _notes(rows, bunch):
         print(line)
+    warned = format_warnings(rows)
+    if warned:
+        print("\n" + warned)
     print("Seeds were fixed for this audit: never publish a model whose noise seed is known.")
     return 0
 

@@ -108,6 +108,11 @@ def check_subset_classes(owner, y, subsets, *, what, fix):
                 )
 
 
+#: Part of :func:`check_privacy_seed`'s message (for reports that state the fixed seed once,
+#: e.g. the ``skmip`` command's audit, and list every other warning of a fit).
+FIXED_SEED_MESSAGE = "fixes the privacy noise"
+
+
 def check_privacy_seed(owner: str, random_state) -> None:
     """Warn with :class:`PrivacyWarning` when ``random_state`` is not ``None``.
 
@@ -118,7 +123,7 @@ def check_privacy_seed(owner: str, random_state) -> None:
         import warnings
 
         warnings.warn(
-            f"{owner}: random_state={random_state!r} fixes the privacy noise. Anyone who "
+            f"{owner}: random_state={random_state!r} {FIXED_SEED_MESSAGE}. Anyone who "
             "knows the seed can regenerate the noise and subtract it, which voids the "
             "guarantee. Use random_state=None (fresh OS entropy) for anything you release.",
             PrivacyWarning,

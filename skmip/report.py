@@ -11,7 +11,7 @@ import base64
 import html
 import io
 
-__all__ = ["format_table", "write_html_report", "NOTE"]
+__all__ = ["format_table", "format_warnings", "write_html_report", "calibration_of", "fit_warning_lines", "NOTE"]
 
 #: What the table's columns mean, printed under it.
 NOTE = (
@@ -21,8 +21,48 @@ NOTE = (
     "advantage = max(TPR - FPR); an eta-MIP model promises advantage <= 2 eta. 'bound holds' "
     "tests the promise along the whole ROC with every attack, and emp. eps is the largest DP "
     "epsilon lower bound over the attacks, both at 95% confidence overall (Bonferroni over the "
-    "attacks); acc cost = baseline accuracy - row accuracy."
+    "attacks); acc cost = baseline accuracy - row accuracy; calibration: how the row's noise "
+    "was set (MIPNoiseWrapper's method_: coupling, certified or estimated, moments, Izzo et al. "
+    "Cor. 10, or synthetic; the epsilon of a DP learner)."
 )
+
+
+def calibration_of(model):
+    """How a fitted defense set its noise, in a few words (``None`` when it says nothing).
+
+    ``MIPNoiseWrapper``: its ``method_``, and for the coupling calibration whether the swap
+    distances were proven upper bounds (``coupling_certified_``) or estimates (then no eta is
+    promised); a DP learner: the epsilon it was trained with.
+    """
+    method = getattr(model, "method_", None)
+    if method == "coupling":
+        return "coupling, " + ("certified" if getattr(model, "coupling_certified_", False) else "estimated")
+    if method == "moments":
+        return "moments (Cor. 10)"
+    if method == "synthetic":
+        return "synthetic data (Thm. 3)"
+    if getattr(model, "epsilon_", None) is not None:
+        return f"DP eps={model.epsilon_:.3g}"
+    return None
+
+
+def fit_warning_lines(records):
+    """The distinct messages of warnings recorded during a fit, in order, but the fixed-seed
+    one (:data:`skmip.exceptions.FIXED_SEED_MESSAGE`), which an audit states once."""
+    from skmip.exceptions import FIXED_SEED_MESSAGE
+
+    lines = []
+    for record in records:
+        text = f"{record.category.__name__}: {record.message}"
+        if FIXED_SEED_MESSAGE not in str(record.message) and text not in lines:
+            lines.append(text)
+    return lines
+
+
+def format_warnings(rows) -> str:
+    """Every warning each row's fit raised, under a heading; ``""`` when none did."""
+    lines = [f"- {r.get('estimator', '')}: {r['defense']}: {w}" for r in rows for w in r.get("warnings") or ()]
+    return "\n".join(["Warnings raised by the fits (one fit per row, the one measured for utility):", *lines]) if lines else ""
 
 
 def _fmt(x, spec):
@@ -42,7 +82,7 @@ def format_table(rows) -> str:
     str
     """
     head = ["model", "defense", "attack", "test acc", "acc cost", "AUC", "TPR@1%FPR", "x FPR", "promised",
-            "advantage", "emp. eps", "bound holds", "promise"]
+            "advantage", "emp. eps", "bound holds", "calibration", "promise"]
     body = []
     for r in rows:
         holds = {True: "yes", False: "NO", None: "-"}[r["bound_holds"]]
@@ -52,7 +92,8 @@ def format_table(rows) -> str:
             "-" if cost is None or r["defense"] == "baseline" else f"{cost:+.3f}",
             f"{r['auc']:.3f}", f"{r['tpr_at_1pct_fpr']:.3f}",
             f"{r['tpr_at_1pct_fpr'] / 0.01:.1f}x", _fmt(r.get("promised_tpr_at_1pct_fpr"), ".3f"),
-            f"{r['advantage']:.3f}", f"{r['empirical_epsilon']:.2f}", holds, r["promise"],
+            f"{r['advantage']:.3f}", f"{r['empirical_epsilon']:.2f}", holds,
+            r.get("calibration") or "-", r["promise"],
         ])
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
     lines = ["  ".join(str(x).ljust(w) for x, w in zip(line, widths)).rstrip() for line in [head, *body]]
@@ -136,7 +177,8 @@ def write_html_report(path: str, rows, *, title: str = "skmip audit", notes=()) 
         Extra lines shown under the table (e.g. the defenses that did not apply, and why).
     """
     roc, pu = _figures(rows)
-    extra = "".join(f"<li>{html.escape(n)}</li>" for n in notes)
+    warned = format_warnings(rows).splitlines()
+    extra = "".join(f"<li>{html.escape(n)}</li>" for n in [*notes, *warned[1:]])
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>body{{font-family:sans-serif;max-width:72em;margin:2em auto}}pre{{background:#f6f6f6;padding:1em;overflow-x:auto}}</style>

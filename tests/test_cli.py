@@ -91,6 +91,9 @@ def test_pickled_pipeline(tmp_path):
     _, rows = _json(out_json)
     assert set(rows) == {("Pipeline(StandardScaler, LogisticRegression)", "baseline"),
                          ("Pipeline(StandardScaler, LogisticRegression)", "MIP eta=0.45")}
+    # Issue 22: the pipeline is calibrated by coupling (it fell back to moments), and says so.
+    mip = rows["Pipeline(StandardScaler, LogisticRegression)", "MIP eta=0.45"]
+    assert mip["calibration"] == "coupling, certified" and mip["warnings"] == []
 
 
 def test_estimator_errors_name_the_option_and_the_fix(tmp_path, capsys):

@@ -239,6 +239,9 @@ CI_CASES = [
     AuditCase("TweedieRegressor(power=0)", "near_duplicates", 9, 0.05, 0.5, (("alpha", 1.0),), 19),
     AuditCase("LinearSVC", "outlier_duplicate", 12, 0.1, 0.75, (("C", 1.0),), 20),
     AuditCase("MIPNoiseWrapperCV(Ridge)", "outlier_wrong_label", 12, 0.1, 0.5, (("alpha", 1.0),), 21),
+    # Pipelines: transformers fitted on all of D, the last step calibrated on their output.
+    AuditCase("Pipeline(StandardScaler, LogisticRegression)", "outlier_wrong_label", 12, 0.1, 0.5, (("C", 1.0),), 24),
+    AuditCase("Pipeline(OneHotEncoder, LogisticRegression)", "outlier_duplicate", 12, 0.1, 0.5, (("C", 1.0),), 27),
     AuditCase("MIPGaussianSynthesizer", "outlier_wrong_label", 12, 0.1, 0.5, (("center", True),), 22),
     AuditCase("MIPMarginalSynthesizer", "rare_category", 11, 0.05, 0.5, (), 23),
     AuditCase("MIPNoiseWrapper(DecisionTreeClassifier), synthetic", "rare_category", 12, 0.1, 0.5, (), 24),
@@ -247,6 +250,27 @@ CI_CASES = [
 @pytest.mark.parametrize("case", CI_CASES, ids=[f"{c.learner}-{c.generator}" for c in CI_CASES])
 def test_ci_subset_keeps_every_printed_bound(case):
     _assert_kept(run_case(case, n_mc=5000))
+
+
+def test_pipeline_audit_refuses_transformers_that_are_not_those_of_d():
+    # The audit refits the transformers on D itself and checks the released ones against
+    # them: a release whose scaler saw only some rows (a function of the training set,
+    # outside what the audit covers) is an error, not an audited release.
+    from sklearn.preprocessing import StandardScaler
+
+    from skmip.wrappers._preprocessing import PreprocessingOnD
+
+    release = PreprocessingOnD.release
+
+    def fitted_on_a_part(self, transformers, last):
+        transformers.steps[0] = ("standardscaler", StandardScaler().fit(X[:6]))
+        return release(self, transformers, last)
+
+    case = AuditCase("Pipeline(StandardScaler, LogisticRegression)", "gaussian", 12, 0.2, 0.5, (("C", 1.0),), 3)
+    X, _ = case.dataset()
+    with mock.patch.object(PreprocessingOnD, "release", fitted_on_a_part), \
+            pytest.raises(AssertionError, match="do not map D as transformers fitted on all of D"):
+        run_case(case, n_mc=1000)
 
 
 def test_multinomial_wrapper_on_a_far_outlier():

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import expit, log_expit, logsumexp
+from sklearn.pipeline import Pipeline
 
 from skmip._random import resolve_rng
 
@@ -842,12 +843,15 @@ def audit_mip_noise_wrapper(
         raise AssertionError(f"{_OWNER}: the captured scale {s} is not the published noise_scale_ {wrapper.noise_scale_}.")
     n, k = len(X), int(wrapper.n_train_)
     subsets = enumerate_subsets(n, k)
-    outputs, failed = exact_minimiser(wrapper.estimator, X, y, subsets)
+    learner, features, last = wrapper.estimator, X, wrapper.estimator_
+    if isinstance(learner, Pipeline):
+        features, learner, last = _transformed_by_d(wrapper, X, y)
+    outputs, failed = exact_minimiser(learner, features, y, subsets)
     bound, printed = _printed_bound(fitted)
     details = {"printed": printed, "retries": retries, "learner": repr(wrapper.estimator),
                "engine": getattr(wrapper, "sensitivity_engine_", None)}
     if check_release:
-        published = get_adapter(wrapper.estimator_).get_vector(wrapper.estimator_)
+        published = get_adapter(last).get_vector(last)
         released = published - noise
         ok = failed == 0
         gap = np.min(np.max(np.abs(outputs[ok] - released), axis=1)) / (1.0 + np.max(np.abs(released)))
@@ -873,6 +877,31 @@ def audit_mip_noise_wrapper(
     res = gaussian_membership_audit(outputs, subsets, n, scale=shape, noise_scale=s, failed=failed,
                                     target=target, n_mc=n_mc, random_state=random_state)
     return _with(res, bound, details)
+
+
+def _transformed_by_d(wrapper, X, y):
+    """A pipeline's release: transformers fitted on all of D, then the last step on S.
+
+    The audit fits the transformers on ``(X, y)`` itself (scikit-learn's own ``fit``), checks
+    that the released transformers map D to the same rows (so they are those of D, the same
+    for every training set S, and carry no membership signal), and returns the transformed
+    rows, the unfitted last step and the released last step.
+    """
+    from sklearn.base import clone
+
+    own = clone(wrapper.estimator[:-1]).fit(X, y)
+    features = _dense(own.transform(X))
+    released = _dense(wrapper.estimator_[:-1].transform(X))
+    if features.shape != released.shape or not np.allclose(features, released, rtol=1e-12, atol=1e-12):
+        raise AssertionError(
+            f"{_OWNER}: the released pipeline's transformers do not map D as transformers fitted on "
+            "all of D do: they depend on the training set, which this audit does not cover."
+        )
+    return features, wrapper.estimator.steps[-1][1], wrapper.estimator_.steps[-1][1]
+
+
+def _dense(Z):
+    return np.asarray(Z.toarray() if hasattr(Z, "toarray") else Z, dtype=np.float64)
 
 
 def _with(res, bound, details):

@@ -4,7 +4,8 @@ Every case is a tiny dataset :math:`D` (n = 9-12 rows) built to be hard for the 
 -- far outliers with the wrong label (alone or duplicated), near-duplicates with conflicting
 labels, high-leverage rows, separable classes, rare categories (a one-hot column with a single
 1), plain Gaussian rows -- a release route that prints an eta (``MIPNoiseWrapper`` with every
-learner ``method="auto"`` calibrates by coupling, ``MIPNoiseWrapperCV``, both synthesizers, and the wrapper's
+learner ``method="auto"`` calibrates by coupling, bare or as the last step of a pipeline whose
+transformers are fitted on D, ``MIPNoiseWrapperCV``, both synthesizers, and the wrapper's
 synthetic route for a decision tree)
 with its defaults or with scikit-learn's default ``C``/``alpha`` and a few others, and an eta.
 :func:`run_case` fits the route, audits the release exactly
@@ -119,11 +120,12 @@ def make_dataset(generator: str, task: str, n: int, rng) -> tuple[np.ndarray, np
     generator : str
         A key of :data:`GENERATORS`.
     task : {"binary", "multiclass", "regression", "count", "positive", "continuous", "categorical", \
-"labelled categorical"}
+"labelled categorical", "categorical_binary"}
         What the rows feed: a classifier (balanced labels), a regressor, a Poisson/Tweedie
         model (counts), a Gamma model (positive targets), the Gaussian synthesizer (rows
-        only), the marginal synthesizer (categorical columns only) or the wrapper's
-        synthetic route (categorical columns and binary labels).
+        only), the marginal synthesizer (categorical columns only), the wrapper's synthetic
+        route (categorical columns and binary labels) or a one-hot pipeline (categorical
+        columns, balanced labels that follow the first one).
     n : int
         Rows.
     rng : numpy.random.Generator
@@ -141,6 +143,9 @@ def make_dataset(generator: str, task: str, n: int, rng) -> tuple[np.ndarray, np
         if generator in ("outlier_wrong_label", "rare_category", "outlier_duplicate"):
             y[0] = 1 - y[0]  # the unique record also carries the rarer label pattern
         return X, y
+    if task == "categorical_binary":
+        X = _categorical(generator, n, rng)
+        return X, _categorical_labels(generator, X, rng)
     d = int(rng.integers(1, 3)) if task != "continuous" else 2
     shift = float(rng.choice([0.5, 1.0, 2.0]))
     X, y, beta = _base("regression" if task == "continuous" else task, n, d, rng, shift)
@@ -214,6 +219,20 @@ def _categorical(generator, n, rng):
     return X
 
 
+def _categorical_labels(generator, X, rng):
+    """Balanced binary labels that follow the first column; the odd record gets the other one."""
+    n = len(X)
+    order = np.argsort(X[:, 0] + rng.random(n), kind="stable")
+    y = np.empty(n, dtype=int)
+    y[order] = np.arange(n) >= n // 2
+    if generator in ("outlier_wrong_label", "rare_category", "outlier_duplicate", "near_duplicates"):
+        # Swap labels with a row of the other class: row 0 (and its copies) disagree with the
+        # rows like them, the class counts stay.
+        j = next(i for i in range(1, n) if y[i] != y[0] and not np.array_equal(X[i], X[0]))
+        y[0], y[j] = y[j], y[0]
+    return y
+
+
 #: The dataset families; each takes (task, n, rng).
 GENERATORS = (
     "gaussian",
@@ -230,10 +249,16 @@ GENERATORS = (
 
 
 def _sk(name, **params):
-    from sklearn import linear_model, svm
+    """The learner ``name``; ``"Transformer+Learner"`` is a Pipeline of the transformer (its
+    defaults) and the learner (``params``)."""
+    from sklearn import linear_model, preprocessing, svm
+    from sklearn.pipeline import make_pipeline
 
+    *transformers, name = name.split("+")
     cls = getattr(linear_model, name, None) or getattr(svm, name)
-    return cls(**params)
+    if not transformers:
+        return cls(**params)
+    return make_pipeline(*(getattr(preprocessing, t)() for t in transformers), cls(**params))
 
 
 #: Release routes: name -> (task, kind, estimator class name, hyper-parameter choices,
@@ -252,6 +277,10 @@ LEARNERS = {
     "LinearSVC (3 classes)": ("multiclass", "wrapper", "LinearSVC", {"C": [1.0, 0.1]}, (0.75,), 1),
     "MIPNoiseWrapperCV(LogisticRegression)": ("binary", "cv", "LogisticRegression", {"C": [1.0]}, (0.75,), 1),
     "MIPNoiseWrapperCV(Ridge)": ("regression", "cv", "Ridge", {"alpha": [1.0]}, (0.5,), 1),
+    # Pipelines: transformers fitted on all of D, the last step calibrated on the transformed
+    # rows (skmip.wrappers._preprocessing); the audit refits the transformers on D itself.
+    "Pipeline(StandardScaler, LogisticRegression)": ("binary", "wrapper", "StandardScaler+LogisticRegression", {"C": [1.0, 0.1, 10.0]}, (0.5, 0.75), 2),
+    "Pipeline(OneHotEncoder, LogisticRegression)": ("categorical_binary", "wrapper", "OneHotEncoder+LogisticRegression", {"C": [1.0, 0.1]}, (0.5, 0.75), 2),
     "MIPGaussianSynthesizer": ("continuous", "gaussian_synth", None, {"center": [True, False]}, (0.5, 0.75), 2),
     "MIPMarginalSynthesizer": ("categorical", "marginal_synth", None, {}, (0.5, 0.75), 2),
     "MIPNoiseWrapper(DecisionTreeClassifier), synthetic": ("labelled categorical", "synthetic_route",
@@ -316,7 +345,7 @@ def make_cases(n_datasets: int, seed: int = 0, learners=None) -> list[AuditCase]
         train_size = float(rng.choice(sizes))
         if task == "multiclass" and n < 11:
             n = 12  # keep every class in every training set of 75% of the rows
-        if task == "binary" and train_size == 0.5 and n < 11:
+        if task in ("binary", "categorical_binary") and train_size == 0.5 and n < 11:
             # Below 11 rows almost every calibration (800 fits on halves) meets a half with one
             # class and the wrapper refuses the data; 11 and 12 rows pass often enough.
             n = 12
@@ -349,7 +378,7 @@ def run_case(case: AuditCase, *, n_mc: int = 20_000, z: float = 3.0, max_seconds
     X, y = case.dataset()
     task, kind, est_name, _, _, _ = LEARNERS[case.learner]
     params = dict(case.params)
-    seeds = range(case.seed % 10_000, case.seed % 10_000 + (20 if task == "binary" else 10))
+    seeds = range(case.seed % 10_000, case.seed % 10_000 + (20 if task in ("binary", "categorical_binary") else 10))
     row = {**asdict(case), "params": repr(params)}
     try:
         if kind == "wrapper":

@@ -22,14 +22,20 @@ METHODS = ("auto", "coupling", "moments")
 
 def resolve_method(method, estimator, params):
     """``"auto"``: the coupling calibration where skmip computes swap sensitivities without
-    refitting (a registered smooth loss and the estimator's own parameter layout); training
+    refitting (a registered smooth loss and the estimator's own parameter layout, or the last
+    step of a pipeline whose transformers are fitted on D); training
     on MIP synthetic data where no parameter adapter reads the estimator (trees, forests,
     boosting, k-NN: :mod:`skmip.wrappers.synthetic_route`); else the moments calibration."""
     if method != "auto":
         return method
     from skmip.sensitivity import get_smooth_loss
+    from skmip.wrappers._preprocessing import preprocessing_route
     from skmip.wrappers.synthetic_route import SYNTHETIC, has_parameter_adapter
 
+    # A pipeline whose last step has a smooth loss: its transformers are fitted on D and the
+    # last step is calibrated by coupling (skmip.wrappers._preprocessing), adapter or not.
+    if preprocessing_route(estimator, method, params) is not None:
+        return "coupling"
     if params == "auto" and not has_parameter_adapter(estimator, params):
         return SYNTHETIC
 

@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.utils import _safe_indexing, get_tags
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import check_array, check_consistent_length, validate_data
 
 from skmip._random import draw_seed, fix_inner_random_state, resolve_rng, spawn_generators
 from skmip._rows import fit_on_rows, n_rows, subset_fit_params
@@ -40,6 +40,7 @@ from skmip.exceptions import (
 from skmip.params import get_adapter
 from skmip.sensitivity import get_smooth_loss
 from skmip.wrappers._delegate import ReleasedModelMixin
+from skmip.wrappers._preprocessing import preprocessing_route
 from skmip.wrappers.synthetic_route import SYNTHETIC, fit_synthetic
 from skmip.wrappers._noise import (
     METHODS,
@@ -76,6 +77,16 @@ class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
     continuous parameters (trees, forests, boosting, k-NN) are trained instead on records drawn
     from an eta-MIP synthesizer of ``(X, y)`` (``method_="synthetic"``; post-processing keeps
     its promise).
+
+    A :class:`~sklearn.pipeline.Pipeline` whose last step has such a loss (with ``params="auto"``
+    and ``method`` ``"auto"`` or ``"coupling"``) is calibrated by coupling too: its transformers
+    are fitted on all of ``D`` (functions of ``D``, the same for every ``D_train``, so they
+    carry no membership signal under Definition 1; facts about ``D`` as a whole, such as the
+    categories a ``OneHotEncoder`` found, are released as they are), and the last step is
+    calibrated and released exactly as a bare estimator on the transformed rows. ``X`` reaches
+    the pipeline as passed: a DataFrame with string or categorical columns for its own
+    ``ColumnTransformer``. Fit parameters name their step (``logisticregression__sample_weight``).
+    See the docs page "Your pipeline, your estimator".
 
     Parameters
     ----------
@@ -178,7 +189,8 @@ class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
     ----------
     estimator_ : estimator
         The releasable model: a fitted clone of ``estimator`` holding only noised,
-        projected parameters, with training diagnostics removed.
+        projected parameters, with training diagnostics removed (on the pipeline route, the
+        transformers fitted on ``D`` and the noised last step).
     sigma_ : ndarray of shape (d,)
         Per-coordinate spread of the parameters (M-th root of the M-th central moment; for
         the full coupling shape, the standard deviation; for the designed shape, the
@@ -443,13 +455,37 @@ def validate_input(wrapper, X, y, fit_params=None):
     Returns ``(X, y, probe)``: ``probe`` is a shallow copy of ``wrapper`` on which
     ``validate_data`` recorded ``n_features_in_`` (and ``feature_names_in_``), because nothing
     may be recorded on the wrapper itself before the whole fit succeeded.
+
+    A pipeline on the route of :func:`~skmip.wrappers._preprocessing.preprocessing_route`
+    gets ``X`` as the user passed it (a DataFrame with string or categorical columns for its
+    own ``ColumnTransformer``, say): only its width and column names are recorded here, and
+    the transformed rows are validated as numbers once its transformers have made them.
     """
-    inner_tags = get_tags(wrapper.estimator)
-    supervised = inner_tags.target_tags.required or y is not None
+    owner = type(wrapper).__name__
+    route = preprocessing_route(wrapper.estimator, wrapper.method, wrapper.params)
+    if route is None:
+        return _validate_arrays(owner, wrapper.estimator, copy.copy(wrapper), X, y, fit_params)
     probe = copy.copy(wrapper)
+    with input_errors(owner):
+        if hasattr(X, "columns"):  # a DataFrame goes to the pipeline as it is (columns by name)
+            validate_data(probe, X, reset=True, skip_check_array=True)
+        else:  # other array-likes become arrays of any dtype; the transformed rows are checked
+            X = validate_data(probe, X, reset=True, dtype=None, ensure_all_finite=False,
+                              accept_sparse=["csr", "csc"])
+        if y is not None:
+            y = check_array(y, ensure_2d=False, dtype=None, ensure_all_finite=True)
+            check_consistent_length(X, y)
+    _, last_params = route.split_fit_params(owner, fit_params or {})
+    check_sample_weight(owner, last_params, n_rows(X))
+    return X, y, probe
+
+
+def _validate_arrays(owner, estimator, probe, X, y, fit_params):
+    """``validate_data`` with the input tags of ``estimator``; see :func:`validate_input`."""
+    inner_tags = get_tags(estimator)
+    supervised = inner_tags.target_tags.required or y is not None
     accept_sparse = ["csr", "csc"] if inner_tags.input_tags.sparse else False
     dtype = None if (inner_tags.input_tags.string or inner_tags.input_tags.categorical) else "numeric"
-    owner = type(wrapper).__name__
     with input_errors(owner):
         if supervised:
             X, y = validate_data(
@@ -489,7 +525,7 @@ def _fit_path(wrapper, X, y, etas, fit_params):
     for eta in etas:
         check_eta(_OWNER, eta)
     X, y, probe = validate_input(wrapper, X, y, fit_params)
-    n = X.shape[0]
+    n = n_rows(X)
     n_train = n if wrapper.train_size == 1.0 else int(round(wrapper.train_size * n))
     min_rows = 4
     if n_train < min_rows:
@@ -502,13 +538,25 @@ def _fit_path(wrapper, X, y, etas, fit_params):
 
     check_privacy_seed(_OWNER, wrapper.random_state)
     given_subset = wrapper.train_size == 1.0
+    route = preprocessing_route(wrapper.estimator, wrapper.method, wrapper.params)
     if given_subset:
         warn_no_promise_on_given_subset(
             _OWNER, "the noise scale and shape (sigma_, the swap distances, the designed or "
-            "covariance shape, over halves of the data)",
+            "covariance shape, over halves of the data)"
+            + (" and the pipeline's transformers" if route is not None else ""),
         )
     rng = resolve_rng(wrapper.random_state)
     inner_seed = draw_seed(rng)
+    transformers = None
+    if route is not None:
+        # A pipeline's transformers are fitted on all of D before D_train is drawn: functions
+        # of D, outside the attacker's signal (skmip.wrappers._preprocessing). From here on the
+        # last step is calibrated exactly as a bare estimator on the transformed rows.
+        pre_params, fit_params = route.split_fit_params(_OWNER, fit_params)
+        _log(wrapper, f"fitting the pipeline's transformers on all {n} rows of D")
+        with input_errors(_OWNER):
+            transformers, Z = route.fit_transform(X, y, pre_params, inner_seed)
+        X, y, _ = _validate_arrays(_OWNER, route.last, copy.copy(wrapper), Z, y, fit_params)
     train_rows = np.sort(rng.choice(n, size=n_train, replace=False)) if n_train < n else None
     # The calibration's subset choices take learner-style seeds (per-round seeds keep
     # parallel runs reproducible; they pick row positions, never the noise). The noise
@@ -518,7 +566,7 @@ def _fit_path(wrapper, X, y, etas, fit_params):
     coupling_seed = draw_seed(rng)
     noise_rngs = spawn_generators(rng, len(etas))
 
-    estimator = fix_inner_random_state(clone(wrapper.estimator), inner_seed)
+    estimator = fix_inner_random_state(clone(wrapper.estimator if route is None else route.last), inner_seed)
     adapter = get_adapter(estimator, wrapper.params)
 
     X_train = X if train_rows is None else _safe_indexing(X, train_rows)
@@ -681,7 +729,7 @@ def _fit_path(wrapper, X, y, etas, fit_params):
         adapter.project(released)
         adapter.scrub(released)
         attrs = {
-            "estimator_": released,
+            "estimator_": released if route is None else route.release(transformers, released),
             "sigma_": sigma,
             "method_": method,
             **noise_attrs,
