@@ -323,7 +323,9 @@ def _mip_reason(est, method="auto"):
         first = str(exc).split(". ")[0].rstrip(".")
         return (
             f"MIPNoiseWrapper noises fitted parameters and {type(est).__name__} has none it can "
-            f"read ({first}); try subsampled DP with a DP learner, or --estimator logreg"
+            f"read ({first}); in Python it trains it on MIP synthetic data instead "
+            "(method_='synthetic', docs/any_estimator.md), a route this command does not audit "
+            "yet; try subsampled DP with a DP learner, or --estimator logreg"
         )
     return None
 
