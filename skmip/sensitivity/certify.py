@@ -47,8 +47,8 @@ RELEASE_TOL = 1e-5
 def remainder_ratio(x):
     r""":math:`\psi_R(T)/T = (e^{x} - 1 - x)/x` at :math:`x = RT \ge 0` (0 at 0), elementwise.
 
-    Below 1e-3 a series that bounds it from above (the neglected tail is below
-    :math:`x^4/100` there) avoids the cancellation of ``expm1(x) - x``.
+    It is :math:`x` times :func:`remainder_quotient` (whose series below 1e-3 bounds it from
+    above).
 
     Examples
     --------
@@ -56,12 +56,8 @@ def remainder_ratio(x):
     True
     """
     x = np.asarray(x, dtype=np.float64)
-    small = x < 1e-3
-    xs = np.where(small, 1.0, x)
-    with np.errstate(over="ignore", invalid="ignore"):
-        big = np.where(np.isinf(xs), np.inf, (np.expm1(xs) - xs) / xs)
-    series = x / 2 + x**2 / 6 + x**3 / 24 + x**4 / 100
-    return np.where(small, series, big)
+    with np.errstate(invalid="ignore"):
+        return np.where(x == 0, 0.0, x * remainder_quotient(x))
 
 
 def remainder_quotient(x):
