@@ -1,4 +1,4 @@
-"""Kernel ridge regression under MIP: refused raw, calibrated by coupling on a fixed feature map.
+"""Kernel ridge regression under MIP: refused raw by noise (method="auto" trains it on synthetic data), calibrated by coupling on a fixed feature map.
 
 A fitted ``KernelRidge`` stores its training rows (``X_fit_``), so no noise on its
 coefficients protects membership; kernel ridge on a finite feature map that is fixed given D
@@ -27,8 +27,14 @@ def _data(n=80, seed=0):
 def test_raw_kernel_ridge_is_refused_because_it_stores_its_training_rows():
     X, y = _data()
     assert get_smooth_loss(KernelRidge()) is None
-    with pytest.raises(TypeError, match="X_fit_"):
-        MIPNoiseWrapper(KernelRidge(), eta=0.2, random_state=0).fit(X, y)
+    with pytest.raises(TypeError, match="X_fit_"):  # noise on its coefficients cannot help
+        MIPNoiseWrapper(KernelRidge(), eta=0.2, random_state=0, method="moments").fit(X, y)
+    # method="auto" trains it on MIP synthetic records instead: what it stores is synthetic.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the fixed seed's warning
+        model = MIPNoiseWrapper(KernelRidge(), eta=0.2, random_state=0).fit(X, y)
+    assert model.method_ == "synthetic" and model.mip_bound_ == 0.2
+    assert not np.isin(model.estimator_.X_fit_, X).all(axis=1).any()
 
 
 def test_random_fourier_features_are_fixed_given_the_data_and_make_kernel_ridge_a_ridge():

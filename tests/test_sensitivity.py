@@ -441,7 +441,9 @@ def test_rounds_do_not_depend_on_n_jobs_and_report_progress(cancer, capsys):
     err = capsys.readouterr().err
     assert "rounds 25/25" in err and "left" in err
     two = estimate_swap_deltas(LogisticRegression(C=0.1), X, y, n_jobs=2, **kw)
-    np.testing.assert_array_equal(one.distances, two.distances)
+    # The same draws whatever the split among jobs; the sums over a row may round
+    # differently with the memory alignment of the stacked fits (a few ulps).
+    np.testing.assert_allclose(one.distances, two.distances, rtol=1e-13, atol=0)
     # Certified distances draw 2 values of e per target and round (8 for estimates).
     assert one.certified and one.pairs == "sampled" and one.distances.shape == (len(X), 25, 2)
 

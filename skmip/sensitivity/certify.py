@@ -219,6 +219,11 @@ class FitCertificate:
         return np.where(ok, dist + err + self.out_error + 2 * RELEASE_TOL, np.inf)
 
 
+def _column_sums(weights, M):
+    """``weights @ M`` summed row after row (the same rounding for any memory layout)."""
+    return np.add.reduce(weights[:, None] * M, axis=0)
+
+
 class RowSums:
     r"""Sums over the rows of :math:`H` that the closed-form certificate needs, per row
     :math:`j` of :math:`\mathcal{D}` (docs/coupling.md, "Certified distances").
@@ -249,9 +254,11 @@ class RowSums:
         a = np.abs(h)
         self.reach = a.max(axis=0) if S.size else np.zeros(n)
         h2 = a * a
-        self.quartic = l @ (h2 * h2)  # to the 4th power for now
-        self.weighted = (l * u) @ h2  # squared for now
-        self.squared = (l * u * u) @ h2  # squared for now
+        # Column sums in a fixed order (a BLAS matrix-vector product may round by alignment,
+        # and the distances must not depend on how the rounds were split among jobs).
+        self.quartic = _column_sums(l, h2 * h2)  # to the 4th power for now
+        self.weighted = _column_sums(l * u, h2)  # squared for now
+        self.squared = _column_sums(l * u * u, h2)  # squared for now
         if S.size < k:
             rest = np.setdiff1d(np.arange(k), S)
             hjj = np.maximum(((features @ hinv) * features).sum(axis=1), 0.0)
@@ -431,8 +438,9 @@ class PairCertifier:
                 c1 = self.curv * root[:, 0]
                 E2 = E * E
                 # Each row's |x_i' e| <= ||x_i||_{A^-1} rho, or all rows' sum_i l_i'' (x_i' e)^2 <= rho^2.
-                rows = np.minimum(shrink * ((c1 * self.unorm) @ E + v_e * (c1 @ E)),
-                                  np.sqrt((self.curv * self.unorm**2) @ E2) + v_e * np.sqrt(self.curv @ E2))
+                rows = np.minimum(shrink * (_column_sums(c1 * self.unorm, E) + v_e * _column_sums(c1, E)),
+                                  np.sqrt(_column_sums(self.curv * self.unorm**2, E2))
+                                  + v_e * np.sqrt(_column_sums(self.curv, E2)))
                 to_x = xx @ hinv + (kap * (xi_e * xx).sum(-1) / den)[:, None] * xi_e  # A^-1 x_x
                 root_a = np.sqrt(np.maximum((to_x * xx).sum(-1), 0.0))
                 curv_x = glm.d2loss(mx + (xx * Delta).sum(-1), xj)
