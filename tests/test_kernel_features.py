@@ -1,4 +1,5 @@
-"""Kernel ridge regression under MIP: refused raw by noise (method="auto" trains it on synthetic data), calibrated by coupling on a fixed feature map.
+"""Kernel ridge regression under MIP: refused raw by noise (method="auto" trains it on synthetic
+data instead), calibrated by coupling on a fixed feature map.
 
 A fitted ``KernelRidge`` stores its training rows (``X_fit_``), so no noise on its
 coefficients protects membership; kernel ridge on a finite feature map that is fixed given D
