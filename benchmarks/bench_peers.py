@@ -1,7 +1,8 @@
 """skmip's attacks side by side with ART's and ML Privacy Meter's, on the same target models.
 
 Run:  pip install --no-deps adversarial-robustness-toolbox privacy-meter six  # benchmark only
-      python benchmarks/bench_peers.py [--n-models 16] [--adult-rows 3000] [--label-only-rows 200]
+      python benchmarks/bench_peers.py [--check-auto] [--n-models 16] [--adult-rows 3000]
+          [--label-only-targets 2] [--label-only-rows 200] [--hsj small|art] [--targets digits,adult]
 
 Two targets, as in issue 21: an MLP on digits (all 1,797 rows) and a random forest on adult (a
 seeded subsample of ``--adult-rows`` rows). One membership game of K models per target
@@ -29,7 +30,8 @@ What each attack is given:
 * ART label-only (``LabelOnlyDecisionBoundary``, Choquette-Choo et al. 2021): HopSkipJump
   distance to the decision boundary, threshold calibrated on the target's attacker-half
   rows. It costs thousands of model queries per row, so it runs on ``--label-only-rows``
-  evaluation rows of the first ``--label-only-targets`` targets only (0 disables it).
+  evaluation rows of the first ``--label-only-targets`` targets only (0 disables it), with a
+  HopSkipJump budget below ART's default unless ``--hsj art``.
 * Privacy Meter population attack (``PopulationMetric``, loss signal): the target's losses
   on its non-members in the attacker half set the threshold.
 * Privacy Meter reference attack (``ReferenceMetric``, loss signal): the other K - 1 models
