@@ -113,17 +113,21 @@ def run_rounds(make_job, seeds, n_jobs, verbose, owner="estimate_swap_deltas"):
     """
     seeds = list(seeds)
     chunks = [list(c) for c in np.array_split(np.asarray(seeds, dtype=object), _n_chunks(len(seeds), n_jobs))]
-    parts = []
+    out = None  # filled chunk by chunk: no second copy of the whole array
     start = time.perf_counter()
     done = 0
     with single_threaded_blas():
+        # Generator results arrive in submission order, so chunk i fills its own rounds.
         results = Parallel(n_jobs=n_jobs, return_as="generator")(make_job(c) for c in chunks)
         for part in results:
-            parts.append(part)
+            if out is None:
+                out = np.empty((part.shape[0], len(seeds)) + part.shape[2:], dtype=part.dtype)
+            out[:, done:done + part.shape[1]] = part
             done += part.shape[1]
+            del part
             if verbose:
                 elapsed = time.perf_counter() - start
                 left = elapsed * (len(seeds) - done) / done
                 print(f"[{owner}] rounds {done}/{len(seeds)}, {elapsed:.0f} s elapsed, "
                       f"about {math.ceil(left)} s left", file=sys.stderr, flush=True)
-    return np.concatenate(parts, axis=1)
+    return out
