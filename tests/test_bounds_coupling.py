@@ -455,3 +455,17 @@ def test_pruned_searches_match_full_evaluation(seed):
             return bool(betting_passes(_draw_values(d, 2.0 ** (j / 128), 0.5), eta, 0.5, threshold).all())
 
         assert passes(j) and not passes(j - 1)
+
+
+def test_calibration_in_blocks_of_targets_is_the_same(monkeypatch):
+    # The draw values are computed a block of targets at a time (memory); the result is the
+    # same arithmetic, so the same calibration, however small the blocks.
+    from skmip.bounds import coupling
+
+    rng = np.random.default_rng(5)
+    deltas = rng.gamma(2.0, 0.05, size=(50, 300, 2))
+    deltas[3, :, 0] *= 20  # one exposed target sets the noise
+    whole = coupling.coupling_noise_scale(deltas, 0.1)
+    monkeypatch.setattr(coupling, "_BLOCK_VALUES", 7)  # a few targets per block, uneven
+    blocks = coupling.coupling_noise_scale(deltas, 0.1)
+    assert blocks == whole

@@ -191,20 +191,36 @@ def gaussian_tv(delta: ArrayLike) -> float | np.ndarray:
     return scalar_or_array(erf(d / _SQRT8))
 
 
+def _smallest_positive(arr):
+    """The smallest finite positive distance (``inf`` if none), without copying them."""
+    return float(np.min(arr, where=np.isfinite(arr) & (arr > 0), initial=np.inf))
+
+
+#: Distances turned into total variations at a time by :func:`_draw_values`.
+_BLOCK_VALUES = 2**22
+
+
 def _draw_values(deltas, s, weight, pair_weights=None):
     """Per-target, per-draw variable Y = weight * mean over pairs of TV(delta / s).
 
     ``pair_weights`` (same shape as ``deltas``, summing to 1 over axis 2) turns the mean
     over pairs into a weighted mean: exhaustive deltas with grouped, repeated values.
     """
-    # erf(inf) = 1, erf(0) = 0: infinite and zero distances need no special case.
-    if s == 0.0:  # no noise: every positive distance is told apart with certainty
-        tv = (deltas > 0).astype(np.float64)
-    else:
-        tv = erf(deltas / (s * _SQRT8))
-    if pair_weights is None:
-        return weight * tv.mean(axis=2)
-    return weight * (tv * pair_weights).sum(axis=2)
+    out = np.empty(deltas.shape[:2])
+    # Targets in blocks: the temporaries stay small whatever n (the same arithmetic per value).
+    step = max(1, _BLOCK_VALUES // max(1, deltas.shape[1] * deltas.shape[2]))
+    for a in range(0, deltas.shape[0], step):
+        block = deltas[a:a + step]
+        # erf(inf) = 1, erf(0) = 0: infinite and zero distances need no special case.
+        if s == 0.0:  # no noise: every positive distance is told apart with certainty
+            tv = (block > 0).astype(np.float64)
+        else:
+            tv = erf(block / (s * _SQRT8))
+        if pair_weights is None:
+            out[a:a + step] = weight * tv.mean(axis=2)
+        else:
+            out[a:a + step] = weight * (tv * pair_weights[a:a + step]).sum(axis=2)
+    return out
 
 
 class _JensenBounds:
@@ -262,9 +278,13 @@ class _JensenBounds:
         if todo.size:  # each draw at most its own bound
             y = weight * self._tv(self.per_draw[todo], s)
             todo = todo[~betting_passes(y, eta, weight, log_threshold[todo])]
-        if todo.size:  # the exact values
-            values = _draw_values(self.arr[todo], s, weight)
-            return bool(betting_passes(values, eta, weight, log_threshold[todo]).all())
+        # The exact values, a block of targets at a time (no copy of the whole array).
+        step = max(1, _BLOCK_VALUES // max(1, self.arr.shape[1] * self.arr.shape[2]))
+        for a in range(0, todo.size, step):
+            block = todo[a:a + step]
+            values = _draw_values(self.arr[block], s, weight)
+            if not betting_passes(values, eta, weight, log_threshold[block]).all():
+                return False
         return True
 
 
@@ -779,8 +799,8 @@ def coupling_noise_scale(
     if s_point > 0:
         lo = math.floor(G * math.log2(s_point))
     else:  # the point estimate needs no noise; start below every positive distance
-        positive = arr[np.isfinite(arr) & (arr > 0)]
-        lo = math.floor(G * (math.log2(positive.min()) - 11)) if positive.size else 0
+        smallest = _smallest_positive(arr)
+        lo = math.floor(G * (math.log2(smallest) - 11)) if np.isfinite(smallest) else 0
     hi = lo + G
     while ucb(hi, True) > eta:
         lo, hi = hi, hi + 2 * (hi - lo)
@@ -794,8 +814,8 @@ def coupling_noise_scale(
     # Below j_floor every finite positive distance exceeds 2**10 s, where erf(. / sqrt 8)
     # is 1.0 in double precision: the bound no longer changes, so reaching j_floor means
     # every smaller grid point passes too, and no noise is needed.
-    positive = arr[np.isfinite(arr) & (arr > 0)]
-    j_floor = math.floor(G * (math.log2(positive.min()) - 10)) if positive.size else hi
+    smallest = _smallest_positive(arr)
+    j_floor = math.floor(G * (math.log2(smallest) - 10)) if np.isfinite(smallest) else hi
     j = hi
     while j > j_floor and ucb(j - 1, False) <= eta:
         j -= 1
@@ -825,10 +845,10 @@ def _betting_scale(arr, eta, weight, alpha, shares, G, s_point, confidence):
             f"the betting bound cannot reach eta={eta} at any noise scale. Estimate more draws: "
             f"n_rounds >= {need} is necessary" + (" (and no infinite distances)." if np.isinf(arr).any() else ".")
         )
-    positive = arr[np.isfinite(arr) & (arr > 0)]
+    smallest = _smallest_positive(arr)
     # Below j_floor every finite positive distance exceeds 2**10 s, where erf(. / sqrt 8) is
     # 1.0 in double precision: the bound no longer changes below it.
-    j_floor = math.floor(G * (math.log2(positive.min()) - 10)) if positive.size else 0
+    j_floor = math.floor(G * (math.log2(smallest) - 10)) if np.isfinite(smallest) else 0
     lo = math.floor(G * math.log2(s_point)) if s_point > 0 else j_floor
     while lo > j_floor and ok(lo):
         lo -= G
