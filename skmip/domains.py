@@ -152,6 +152,24 @@ class ColumnDomain:
         codes[~miss] = out
         return codes
 
+    def cell_names(self) -> list[str]:
+        """A readable name per code: the category (``"other"`` for the pooled cell), the atom,
+        the interval ``[lo, hi)``, and ``"?"`` for the missing cell.
+
+        Examples
+        --------
+        >>> ColumnDomain("x", "numeric", edges=np.array([1.0, 4.0, 9.0]), atoms=np.array([0.0]),
+        ...              missing=True).cell_names()
+        ['0', '[1, 4)', '[4, 9]', '?']
+        """
+        if self.kind == "categorical":
+            names = [str(c) for c in self.categories] + (["other"] if len(self.pooled) else [])
+        else:
+            e = self.edges
+            names = [f"{a:g}" for a in self.atoms] + [
+                f"[{e[i]:g}, {e[i + 1]:g}" + ("]" if i == len(e) - 2 else ")") for i in range(len(e) - 1)]
+        return names + (["?"] if self.missing else [])
+
     def decode(self, codes, rng) -> np.ndarray:
         """Values for ``codes``: a category, an atom, or a uniform draw inside the interval.
 

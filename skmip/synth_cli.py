@@ -20,6 +20,8 @@ import sys
 
 import numpy as np
 
+from skmip.domains import infer_domains
+
 __all__ = ["SYNTHESIZERS", "SynthesizerPlanError", "audit_synthesizers", "format_synthesizer_table",
            "records_from_bunch"]
 
@@ -41,9 +43,10 @@ def records_from_bunch(bunch, bins: int = 6):
     """The dataset as a table of categories: ``(records (n, c) of str, column names)``.
 
     One-hot blocks ``column=value`` become one column of their values (an all-zero row, a
-    missing cell, becomes ``"?"``); a numeric column with more than ``bins`` distinct values
-    is cut at the quantiles ``1/bins, ..., (bins-1)/bins`` of the whole column (repeated
-    edges merged), a missing cell becoming ``"?"``; the label is appended last. All of it is
+    missing cell, becomes ``"?"``); a numeric column becomes the cells of its
+    :func:`skmip.domains.infer_domains` domain with at most ``bins`` cells (frequent values
+    their own, quantile intervals of the rest; a missing cell ``"?"``); the label is appended
+    last. All of it is
     a function of the whole dataset D, computed before the audit (Definition 1 conditions on
     D).
 
@@ -79,19 +82,9 @@ def records_from_bunch(bunch, bins: int = 6):
             block = np.nan_to_num(X[:, cols], nan=0.0)
             pick = np.where(block.max(axis=1) > 0, np.argmax(block, axis=1), len(cols))
             columns.append(labels[pick])
-        else:
-            col = X[:, cols[0]]
-            finite = np.isfinite(col)
-            values = np.unique(col[finite])
-            if values.size <= bins:
-                cells = np.array([f"{v:g}" for v in col], dtype=object)
-            else:
-                edges = np.unique(np.quantile(col[finite], np.arange(1, bins) / bins))
-                index = np.digitize(col, edges)
-                bounds = np.r_[-np.inf, edges, np.inf]
-                cells = np.array([f"[{bounds[i]:g}, {bounds[i + 1]:g})" for i in index], dtype=object)
-            cells[~finite] = "?"
-            columns.append(cells.astype(str))
+        else:  # the column domains of the synthetic route (skmip.domains), computed from D
+            (domain,) = infer_domains([X[:, cols[0]]], [base], n_bins=bins, kinds={base: "numeric"})
+            columns.append(np.array(domain.cell_names(), dtype=str)[domain.encode(X[:, cols[0]])])
         out_names.append(base)
     target_names = list(getattr(bunch, "target_names", []) or [])
     y = np.asarray(bunch.target)
