@@ -251,3 +251,9 @@ def test_deletion_capacity_is_the_largest_m_with_L_to_the_m_at_least_B():
     assert deletion_capacity(1.0, 1.0, sampling_rate=0.1) == 0
     assert deletion_capacity(0.5, np.inf, sampling_rate=0.1) == 0
     assert deletion_capacity(0.5, np.inf, sampling_rate=0.1, form="paper") == np.inf
+
+
+def test_epsilon_zero_is_found_near_a_sampling_rate_of_one():
+    # The falsifying example CI found: at T = 0.9999 the log-odds magnify round-off past 1e-12.
+    target = positive_accuracy_bound(0.0, sampling_rate=0.9999, delta=0.001, min_tpr=0.00390625)
+    assert epsilon_for_positive_accuracy(target, sampling_rate=0.9999, delta=0.001, min_tpr=0.00390625) == 0.0

@@ -374,8 +374,11 @@ def epsilon_for_positive_accuracy(
         # The inverse of _posterior_bound: eps = logit(target) - log-odds(T) + log g.
         eps = _log_odds(target) - _log_odds(t) + np.log(np.where(g > 0, g, 1.0))
     eps = np.where(target == 1.0, np.inf, eps)
-    # Round-off when the target equals the epsilon = 0 bound exactly.
-    eps = np.where((eps < 0) & (eps > -1e-12), 0.0, eps)
+    # Round-off when the target equals the epsilon = 0 bound exactly: each log-odds carries a
+    # few ulps of its argument, magnified by 1 / (p (1 - p)) near 0 and 1.
+    with np.errstate(divide="ignore"):
+        slack = 1e-12 + 4 * np.finfo(np.float64).eps * (1 / (target * (1 - target)) + 1 / (t * (1 - t)))
+    eps = np.where((eps < 0) & (eps > -slack), 0.0, eps)
     if np.any(eps < 0):
         low = 1.0 / (1.0 + g * (1.0 - t) / t)
         idx = np.flatnonzero((eps < 0).ravel())[0]
