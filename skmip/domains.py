@@ -173,9 +173,10 @@ class ColumnDomain:
     def decode(self, codes, rng) -> np.ndarray:
         """Values for ``codes``: a category, an atom, or a uniform draw inside the interval.
 
-        Integer columns draw a uniform integer among those the interval contains. The
-        missing cell decodes to NaN, which pandas and scikit-learn's encoders read as
-        missing. Post-processing of the released codes: ``rng`` costs no privacy.
+        Integer columns draw a uniform integer among those the interval contains, atoms
+        excepted (an atom decodes from its own cell, so every decoded value encodes back to
+        the code it came from). The missing cell decodes to NaN, which pandas and
+        scikit-learn's encoders read as missing. Post-processing of the released codes: ``rng`` costs no privacy.
         """
         codes = np.asarray(codes)
         miss = codes == self.n_values
@@ -201,8 +202,16 @@ class ColumnDomain:
                 first = np.ceil(lo)
                 # [lo, hi) holds the integers first .. ceil(hi) - 1; the last interval is closed.
                 stop = np.where(last, np.floor(hi) + 1, np.ceil(hi))
-                count = np.maximum(stop - first, 1)
-                out[interval] = first + np.floor(rng.random(i.size) * count)
+                # The integers that are atoms have cells of their own: an interval draws among
+                # the others (when it holds any), so that decoding and re-encoding agree.
+                inside = [(a >= first) & (a < stop) for a in self.atoms]
+                free = stop - first - (np.sum(inside, axis=0) if inside else 0)
+                skip = free >= 1
+                count = np.where(skip, free, np.maximum(stop - first, 1))
+                value = first + np.floor(rng.random(i.size) * count)
+                for a, a_inside in zip(self.atoms, inside):  # increasing: the r-th free integer
+                    value = value + (skip & a_inside & (value >= a))
+                out[interval] = value
             else:
                 out[interval] = lo + rng.random(i.size) * (hi - lo)
         return out
