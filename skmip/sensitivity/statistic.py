@@ -275,18 +275,23 @@ def marginal_swap_deltas(
     used = sorted({j for m in marginals for j in m})
     distinct, _, counts = _group(C[:, used])
     where = {col: i for i, col in enumerate(used)}
-    columns = [[where[j] for j in m] for m in marginals]
     u, n_m = distinct.shape[0], len(marginals)
+    # Each pattern's cell in each marginal: two records differ on a marginal exactly when
+    # their cells differ (one comparison per marginal, whatever its number of columns).
+    cells = np.empty((n_m, u), dtype=np.int64)
+    for i, m in enumerate(marginals):
+        sub = distinct[:, [where[j] for j in m]]
+        cells[i] = np.unique(sub, axis=0, return_inverse=True)[1].ravel()
     hist = np.zeros((u, n_m + 1))
     for start in range(0, u, _BLOCK):
         stop = min(start + _BLOCK, u)
-        differ = distinct[start:stop, None, :] != distinct[None, :, :]
-        # Marginals on which each pair differs: any of the marginal's columns differs.
-        j = np.zeros(differ.shape[:2], dtype=np.int32)
-        for cols in columns:
-            j += differ[:, :, cols].any(axis=2)
-        for value in range(n_m + 1):
-            hist[start:stop, value] = ((j == value) * counts).sum(axis=1)
+        j = np.zeros((stop - start, u), dtype=np.int32)
+        for row in cells:
+            j += row[start:stop, None] != row[None, :]
+        # hist[t, v] = sum of counts of the patterns e that differ from t on v marginals.
+        flat = (j + (n_m + 1) * np.arange(stop - start, dtype=np.int32)[:, None]).ravel()
+        hist[start:stop] = np.bincount(flat, weights=np.broadcast_to(counts, j.shape).ravel(),
+                                       minlength=(stop - start) * (n_m + 1)).reshape(stop - start, n_m + 1)
     hist[:, 0] -= 1.0  # the target itself is not a candidate e
     values = np.sqrt(2.0 * np.arange(n_m + 1)) / k
     dist = np.broadcast_to(values, (u, 1, n_m + 1)).copy()
