@@ -13,6 +13,7 @@ the same post-processing and sampler: the baseline at the equal promise.
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 
 import numpy as np
@@ -24,7 +25,7 @@ from skmip._random import resolve_rng
 from skmip._validation import check_eta, check_int, check_interval, input_errors
 from skmip.exceptions import check_privacy_seed, warn_no_promise_on_given_subset
 
-__all__ = ["MIPMarginalSynthesizer", "DPMarginalSynthesizer", "chow_liu_tree"]
+__all__ = ["MIPMarginalSynthesizer", "DPMarginalSynthesizer", "chow_liu_tree", "select_pairs"]
 
 _IPF_ITERATIONS = 50
 
@@ -101,6 +102,110 @@ def chow_liu_tree(codes: ArrayLike, given: int | None = None) -> list[tuple[int,
     return edges
 
 
+#: ``marginals="select"``: a pair is measured when the tree's error on it exceeds this many
+#: times the error the noise is expected to put on its table.
+_SELECT_MARGIN = 0.3
+#: Records drawn from the tree of D to estimate its 2-way laws (fixed seed: a function of D).
+_SELECT_DRAWS = 200_000
+#: Sweeps of proportional fitting that update the model after each chosen pair.
+_SELECT_SWEEPS = 3
+
+
+def _table(codes, m, sizes):
+    shape = tuple(sizes[j] for j in m)
+    cell = np.ravel_multi_index(tuple(codes[:, j] for j in m), shape)
+    return (np.bincount(cell, minlength=int(np.prod(shape))) / codes.shape[0]).reshape(shape)
+
+
+def select_pairs(codes: ArrayLike, base, *, eta: float, train_size: int, sizes=None) -> list[tuple[int, int]]:
+    """Pairs of columns to measure beyond ``base``, chosen greedily on the whole dataset D.
+
+    AIM's selection rule (McKenna et al. 2022) without its privacy cost: the model of the
+    tables ``base`` (typically the Chow-Liu tree), fitted *without noise on D*, is compared
+    with D on every pair of columns that no table of ``base`` contains; the pair where the
+    model errs most (total variation) relative to the error the noise is expected to put on
+    its table is measured next, as long as that error exceeds ``_SELECT_MARGIN`` times the
+    noise's. The noise of ``m`` tables is estimated by the small-noise form of the coupling
+    bound for a record that differs from all others on every table,
+    ``s = min(q, 1-q) sqrt(m / pi) / (k eta)`` per cell, and its expected total variation on
+    a table of ``C`` cells by ``C s / sqrt(2 pi)``: an approximation that only guides the
+    choice; the released noise is then calibrated exactly over the chosen tables.
+
+    The choice is a function of D alone (it never sees ``D_train``; its draws use a fixed
+    seed): under Definition 1 it is fixed given D, like the tree, and costs no privacy.
+
+    Parameters
+    ----------
+    codes : array_like of int, shape (n_samples, n_columns)
+        Category codes of the whole dataset D.
+    base : list of tuple of int
+        The tables already measured (e.g. the label-conditioned Chow-Liu tree); they must
+        admit a sampling plan that covers every column.
+    eta : float
+        The MIP level the noise will be calibrated to.
+    train_size : int
+        ``k``, the number of rows of ``D_train``.
+    sizes : sequence of int, optional
+        Number of categories per column (default: the largest code plus one).
+
+    Returns
+    -------
+    list of (int, int)
+        The chosen pairs, in the order chosen.
+
+    References
+    ----------
+    R. McKenna, B. Mullins, D. Sheldon, G. Miklau (2022), "AIM: An Adaptive and Iterative
+    Mechanism for Differentially Private Synthetic Data", PVLDB 15(11). Izzo et al.,
+    Definition 1.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> a = rng.integers(0, 2, 20000)
+    >>> b = a ^ (rng.random(20000) < 0.1)
+    >>> c = a ^ b ^ (rng.random(20000) < 0.05)   # depends on the pair (a, b), on neither alone
+    >>> select_pairs(np.c_[a, b, c], [(0, 1), (1, 2)], eta=0.1, train_size=10000)
+    [(0, 2)]
+    """
+    C = np.asarray(codes, dtype=np.int64)
+    n, c = C.shape
+    sizes = list(C.max(axis=0) + 1) if sizes is None else list(sizes)
+    base = [tuple(m) for m in base]
+    plan, _ = _sampling_plan("select_pairs", base)
+    exact = [_table(C, m, sizes) for m in base]
+    tables, one_way = _consistent_tables(base, exact, sizes)
+    model = _draw_codes(plan, base, tables, one_way, sizes, _SELECT_DRAWS, np.random.default_rng(0))
+    weights = np.full(_SELECT_DRAWS, 1.0 / _SELECT_DRAWS)
+    covered = {p for m in base for p in itertools.combinations(m, 2)}
+    left = [p for p in itertools.combinations(range(c), 2) if p not in covered]
+    model_cells = {p: model[:, p[0]] * sizes[p[1]] + model[:, p[1]] for p in left}
+    data = {p: _table(C, p, sizes).ravel() for p in left}
+    q = train_size / n
+    chosen = []
+    while left:
+        s = min(q, 1.0 - q) * math.sqrt((len(base) + len(chosen) + 1) / math.pi) / (train_size * eta)
+        excess = {}
+        for p in left:
+            fitted = np.bincount(model_cells[p], weights=weights, minlength=data[p].size)
+            gap = 0.5 * float(np.abs(fitted - data[p]).sum())
+            excess[p] = gap - _SELECT_MARGIN * data[p].size * s / math.sqrt(2.0 * math.pi)
+        best = max(left, key=lambda p: (excess[p], -p[0], -p[1]))
+        if excess[best] <= 0:
+            break
+        chosen.append(best)
+        left.remove(best)
+        # The model of the tables chosen so far: the draws reweighted to D's tables of the
+        # chosen pairs (iterative proportional fitting; the base tables hold by construction).
+        for _ in range(_SELECT_SWEEPS):
+            for p in chosen:
+                fitted = np.bincount(model_cells[p], weights=weights, minlength=data[p].size)
+                ratio = np.divide(data[p], fitted, out=np.zeros_like(fitted), where=fitted > 0)
+                weights = weights * ratio[model_cells[p]]
+                weights /= weights.sum()
+    return chosen
+
+
 def _column_index(owner, col, n_columns, names, where):
     lookup = {} if names is None else {str(nm): i for i, nm in enumerate(names)}
     if isinstance(col, str) and col in lookup:
@@ -114,7 +219,7 @@ def _column_index(owner, col, n_columns, names, where):
 
 
 def _check_marginals(owner, marginals, n_columns, names):
-    """Marginals as sorted tuples of column indices, with a sampling plan that uses them all."""
+    """Marginals as sorted tuples of column indices that cover every column."""
     out = []
     for m in marginals:
         m = (m,) if isinstance(m, (str, int, np.integer)) else tuple(m)
@@ -127,7 +232,6 @@ def _check_marginals(owner, marginals, n_columns, names):
         out.append(tuple(sorted(idx)))
     if not out:
         raise ValueError(f"{owner}: marginals is empty; give at least one marginal.")
-    _sampling_plan(owner, out)
     missing = sorted(set(range(n_columns)) - {j for m in out for j in m})
     if missing:
         raise ValueError(
@@ -138,29 +242,27 @@ def _check_marginals(owner, marginals, n_columns, names):
 
 
 def _sampling_plan(owner, marginals):
-    """Order of the marginals and the columns each one introduces.
+    """``(plan, extra)``: order of the marginals the sampler draws from, and the rest.
 
     Greedy: next, the marginal with the most columns already drawn among those that bring
     a new one. Each table then gives the conditional law of its new columns given the
     columns it shares with those already drawn (a forest of pairs: a tree-shaped model as in
     MST; triples sharing a label column: a tree-augmented naive Bayes model). A marginal
-    that brings no new column would be ignored: it closes a cycle, which this sampler cannot
-    honour, so it is refused.
+    that brings no new column closes a cycle, which a one-pass sampler cannot honour: it is
+    returned in ``extra`` (indices), and :meth:`_MarginalSynthesizer.sample` honours it by
+    reweighting the drawn records (:func:`_fit_weights`).
     """
-    done, plan, left = set(), [], list(range(len(marginals)))
+    done, plan, extra, left = set(), [], [], list(range(len(marginals)))
     while left:
         best = max(left, key=lambda i: (len(set(marginals[i]) & done) if set(marginals[i]) - done else -1, -i))
         new = [j for j in marginals[best] if j not in done]
+        left.remove(best)
         if not new:
-            raise ValueError(
-                f"{owner}: marginal {marginals[best]!r} brings no column that the others do not "
-                "already determine: the marginals close a cycle, which the sampler cannot honour "
-                "(it needs a forest of pairs, or a tree of triples sharing one column). Drop it."
-            )
+            extra.append(best)
+            continue
         plan.append((best, new))
         done |= set(new)
-        left.remove(best)
-    return plan
+    return plan, sorted(extra)
 
 
 # ----------------------------------------------------------------------------- post-processing
@@ -233,7 +335,7 @@ class _MarginalSynthesizer(BaseEstimator):
 
     _owner = "_MarginalSynthesizer"
 
-    def _structure(self, codes, names):
+    def _structure(self, codes, names, sizes):
         raise NotImplementedError
 
     def _noise(self, codes, marginals, k_calibration, n_cells, rng):
@@ -282,7 +384,7 @@ class _MarginalSynthesizer(BaseEstimator):
         n, n_columns = X.shape
         categories, codes = self._encode(X)
         names = getattr(probe, "feature_names_in_", None)
-        marginals = self._structure(codes, names)
+        marginals = self._structure(codes, names, [len(c) for c in categories])
         if self.train_size == 1.0:
             rows_k, k_calibration = n, n // 2  # halves of the given D_train stand in for D
         else:
@@ -329,12 +431,17 @@ class _MarginalSynthesizer(BaseEstimator):
         return self
 
     def sample(self, n_samples: int = 1, random_state=None) -> np.ndarray:
-        """Draw synthetic records table by table along the released structure.
+        """Draw synthetic records from the released tables.
 
         The tables are visited in a fixed plan; each draws the columns it introduces from
         its released law conditioned on the columns already drawn (a tree of pairs is
         sampled from a root down its edges; a 1-way table draws its column from the
-        consensus 1-way law). Post-processing of the release: a fixed seed costs no privacy.
+        consensus 1-way law). When the marginals close cycles (``marginals="select"``, or a
+        list with cycles), the plan's model draws ``_CANDIDATES`` times as many candidate
+        records, which are weighted so that their marginals fit *every* noisy table in
+        least squares (:func:`_fit_weights`, the estimation step of Private-PGM and of
+        PrivSyn's GUM, on a sample), and ``n_samples`` of them are drawn by systematic
+        resampling. Post-processing of the release: a fixed seed costs no privacy.
 
         Parameters
         ----------
@@ -350,28 +457,24 @@ class _MarginalSynthesizer(BaseEstimator):
         n_samples = check_int(self._owner, "n_samples", n_samples, 1, None)
         rng = resolve_rng(random_state)
         c = len(self.categories_)
-        codes = np.full((n_samples, c), -1, dtype=np.int64)
-        for index, new in _sampling_plan(self._owner, self.marginals_):
-            m, table = self.marginals_[index], self.tables_[index]
-            old = [j for j in m if j not in new]
-            # Axes: the columns already drawn first, then the new ones (flattened).
-            moved = np.moveaxis(table, [m.index(j) for j in old], list(range(len(old))))
-            flat = moved.reshape(moved.shape[: len(old)] + (-1,))
-            cond = flat[tuple(codes[:, j] for j in old)] if old else np.broadcast_to(flat, (n_samples, flat.size))
-            mass = cond.sum(axis=1, keepdims=True)
-            fallback = self.one_way_[new[0]]
-            for j in new[1:]:
-                fallback = np.outer(fallback, self.one_way_[j]).ravel()
-            cond = np.where(mass > 0, cond / np.where(mass > 0, mass, 1.0), fallback)
-            drawn = np.unravel_index(_draw(rng, cond), tuple(len(self.categories_[j]) for j in new))
-            for j, values in zip(new, drawn):
-                codes[:, j] = values
+        plan, extra = _sampling_plan(self._owner, self.marginals_)
+        if extra:
+            n_draw = max(_CANDIDATES * n_samples, _MIN_CANDIDATES)
+            candidates = self._draw_plan(plan, n_draw, rng)
+            weights = _fit_weights(candidates, self.marginals_, self.noisy_tables_)
+            codes = candidates[_systematic_resample(candidates, weights, n_samples, rng)]
+        else:
+            codes = self._draw_plan(plan, n_samples, rng)
         columns = [self.categories_[j][codes[:, j]] for j in range(c)]
         dtypes = {col.dtype for col in columns}
         out = np.empty((n_samples, c), dtype=dtypes.pop() if len(dtypes) == 1 else object)
         for j, col in enumerate(columns):
             out[:, j] = col
         return out
+
+    def _draw_plan(self, plan, n_samples, rng):
+        return _draw_codes(plan, self.marginals_, self.tables_, self.one_way_,
+                           [len(c) for c in self.categories_], n_samples, rng)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -385,11 +488,102 @@ class _MarginalSynthesizer(BaseEstimator):
         return hasattr(self, "tables_")
 
 
+def _draw_codes(plan, marginals, tables, one_way, sizes, n_samples, rng):
+    """Codes of ``n_samples`` records drawn table by table along ``plan`` (:func:`_sampling_plan`)."""
+    codes = np.full((n_samples, len(sizes)), -1, dtype=np.int64)
+    for index, new in plan:
+        m, table = marginals[index], tables[index]
+        old = [j for j in m if j not in new]
+        # Axes: the columns already drawn first, then the new ones (flattened).
+        moved = np.moveaxis(table, [m.index(j) for j in old], list(range(len(old))))
+        flat = moved.reshape(moved.shape[: len(old)] + (-1,))
+        cond = flat[tuple(codes[:, j] for j in old)] if old else np.broadcast_to(flat, (n_samples, flat.size))
+        mass = cond.sum(axis=1, keepdims=True)
+        fallback = one_way[new[0]]
+        for j in new[1:]:
+            fallback = np.outer(fallback, one_way[j]).ravel()
+        cond = np.where(mass > 0, cond / np.where(mass > 0, mass, 1.0), fallback)
+        drawn = np.unravel_index(_draw(rng, cond), tuple(sizes[j] for j in new))
+        for j, values in zip(new, drawn):
+            codes[:, j] = values
+    return codes
+
+
 def _draw(rng, probs):
     """One category per row of ``probs`` (rows sum to 1) by inverse CDF."""
     cdf = np.cumsum(probs, axis=1)
     u = rng.random((probs.shape[0], 1)) * cdf[:, -1:]
     return np.minimum((u > cdf).sum(axis=1), probs.shape[1] - 1)
+
+
+#: Candidate records drawn per requested record when the marginals close cycles.
+_CANDIDATES = 5
+_MIN_CANDIDATES = 10_000
+#: Mirror-descent steps of the least-squares fit of the candidates' weights.
+_FIT_ITERATIONS = 150
+
+
+def _fit_weights(candidates, marginals, noisy, iterations=None):
+    """Weights on candidate records whose marginals fit the noisy tables in least squares.
+
+    Minimises ``sum_i ||A_i w - y_i||^2`` over the probability simplex, ``A_i w`` the
+    weighted cell fractions of the candidates in marginal ``i`` and ``y_i`` its noisy table
+    (negative cells and all): the least-squares estimation of Private-PGM (McKenna, Sheldon
+    & Miklau 2019), with the distribution restricted to the candidates' support instead of a
+    graphical model. Every cell carries noise of one variance, so this is the maximum
+    likelihood estimate on that support. Solved by entropic mirror descent (multiplicative
+    updates, exponentiated gradient) with a step halved until the loss decreases and doubled
+    after each step. Uses the noisy tables only: post-processing (Izzo et al., Theorem 3).
+    """
+    iterations = _FIT_ITERATIONS if iterations is None else iterations
+    cells = [np.ravel_multi_index(tuple(candidates[:, j] for j in m), t.shape) for m, t in zip(marginals, noisy)]
+    targets = [np.asarray(t, dtype=np.float64).ravel() for t in noisy]
+    n = candidates.shape[0]
+
+    def loss_grad(w):
+        loss, grad = 0.0, np.zeros(n)
+        for cell, y in zip(cells, targets):
+            r = np.bincount(cell, weights=w, minlength=y.size) - y
+            loss += float(r @ r)
+            grad += 2.0 * r[cell]
+        return loss, grad
+
+    log_w = np.full(n, -math.log(n))
+    w = np.exp(log_w)
+    loss, grad = loss_grad(w)
+    step = 1.0
+    for _ in range(iterations):
+        while True:
+            z = log_w - step * grad
+            z -= z.max()
+            z -= math.log(np.exp(z).sum())
+            w_new = np.exp(z)
+            loss_new, grad_new = loss_grad(w_new)
+            if loss_new <= loss or step < 1e-12:
+                break
+            step *= 0.5
+        if loss_new > loss:
+            break
+        log_w, w, loss, grad = z, w_new, loss_new, grad_new
+        step *= 2.0
+    return w
+
+
+def _systematic_resample(candidates, weights, n_samples, rng):
+    """Indices of ``n_samples`` draws with probabilities ``weights`` by stratified systematic resampling.
+
+    The candidates are sorted lexicographically by their codes and cut by ``n_samples``
+    evenly spaced points with one uniform offset (Kitagawa 1996): each candidate is drawn
+    ``floor`` or ``ceil`` of ``n_samples * weight`` times, and every group of records that
+    agree on the leading columns gets its expected number of draws within one, so the
+    samples' marginals vary less than with independent draws. The draws are returned in a
+    random order.
+    """
+    order = np.lexsort(candidates.T[::-1])
+    cdf = np.cumsum(weights[order])
+    points = (rng.random() + np.arange(n_samples)) / n_samples * cdf[-1]
+    drawn = order[np.minimum(np.searchsorted(cdf, points, side="right"), weights.size - 1)]
+    return drawn[rng.permutation(n_samples)]
 
 
 # ----------------------------------------------------------------------------- MIP
@@ -525,22 +719,27 @@ class MIPMarginalSynthesizer(_MarginalSynthesizer):
         check_eta(self._owner, self.eta)
         self._validate_common()
 
-    def _structure(self, codes, names):
-        if isinstance(self.marginals, str) and self.marginals == "tree":
+    def _structure(self, codes, names, sizes):
+        if isinstance(self.marginals, str) and self.marginals in ("tree", "select"):
             if codes.shape[1] == 1:
                 return [(0,)]
-            # A function of D only (not of D_train): fixed given D, like the noise scale.
+            # Functions of D only (not of D_train): fixed given D, like the noise scale.
             if self.label is None:
-                return chow_liu_tree(codes)
-            label = _column_index(self._owner, self.label, codes.shape[1], names, "label")
-            others = [j for j in range(codes.shape[1]) if j != label]
-            if len(others) == 1:
-                return [tuple(sorted((label, others[0])))]
-            edges = chow_liu_tree(codes, given=label)
-            return [tuple(sorted((label, edges[0][0])))] + [tuple(sorted((label, a, b))) for a, b in edges]
+                base = chow_liu_tree(codes)
+            else:
+                label = _column_index(self._owner, self.label, codes.shape[1], names, "label")
+                others = [j for j in range(codes.shape[1]) if j != label]
+                if len(others) == 1:
+                    return [tuple(sorted((label, others[0])))]
+                edges = chow_liu_tree(codes, given=label)
+                base = [tuple(sorted((label, edges[0][0])))] + [tuple(sorted((label, a, b))) for a, b in edges]
+            if self.marginals == "tree":
+                return base
+            k = codes.shape[0] // 2 if self.train_size == 1.0 else int(round(self.train_size * codes.shape[0]))
+            return base + select_pairs(codes, base, eta=self.eta, train_size=max(k, 1), sizes=sizes)
         if isinstance(self.marginals, str):
             raise ValueError(
-                f"{self._owner}: marginals must be 'tree' or a list of columns, pairs and triples "
+                f"{self._owner}: marginals must be 'tree', 'select' or a list of columns, pairs and triples "
                 f"of columns; got {self.marginals!r}."
             )
         if self.label is not None:
@@ -656,7 +855,7 @@ class DPMarginalSynthesizer(_MarginalSynthesizer):
                        why="0 gives pure DP by Laplace noise; use delta well below 1/n_samples otherwise.")
         self._validate_common()
 
-    def _structure(self, codes, names):
+    def _structure(self, codes, names, sizes):
         if self.marginals is None:
             return [(j,) for j in range(codes.shape[1])]
         return _check_marginals(self._owner, self.marginals, codes.shape[1], names)

@@ -84,6 +84,15 @@ class MIPTabularSynthesizer(BaseEstimator):
     eta : float, default=0.1
         Promised bound on the attacker's accuracy advantage over the prior
         ``max(k/n, 1-k/n)`` (Definition 1), in (0, 0.5].
+    marginals : {"select", "tree"}, default="select"
+        Which tables to release (:class:`~skmip.marginals.MIPMarginalSynthesizer`):
+        ``"tree"``, the Chow-Liu tree of D (conditioned on the target when ``y`` is given);
+        ``"select"``, that tree plus the pairs of columns the tree models worst on D, as
+        long as that error exceeds the error the extra noise is expected to bring
+        (:func:`~skmip.marginals.select_pairs`, AIM's rule computed on D alone, so free
+        under Definition 1). Samples then fit every table by least squares. On adult
+        (eta = 0.1) ``"select"`` lowers the mean 2-way total variation from 0.048 to the
+        figure in ``docs/synthetic.md``.
     n_bins : int, default=10
         Cells per numeric column whose domain is computed from D: values held by at least
         ``1/n_bins`` of the rows become cells of their own and the other values are cut at
@@ -178,9 +187,10 @@ class MIPTabularSynthesizer(BaseEstimator):
     ((5, 2), (5,), 0.1)
     """
 
-    def __init__(self, *, eta: float = 0.1, n_bins: int = 10, min_frequency: float = 0.01, bins=None,
-                 categories=None, target: str = "auto", train_size: float = 0.5, random_state=None):
+    def __init__(self, *, eta: float = 0.1, marginals: str = "select", n_bins: int = 10, min_frequency: float = 0.01,
+                 bins=None, categories=None, target: str = "auto", train_size: float = 0.5, random_state=None):
         self.eta = eta
+        self.marginals = marginals
         self.n_bins = n_bins
         self.min_frequency = min_frequency
         self.bins = bins
@@ -200,6 +210,7 @@ class MIPTabularSynthesizer(BaseEstimator):
             if value is not None and not isinstance(value, dict):
                 raise TypeError(f"{_OWNER}: {name} must be None or a dict {{column: ...}}; got {value!r}.")
         check_option(_OWNER, "target", self.target, ("auto", "categorical", "numeric"))
+        check_option(_OWNER, "marginals", self.marginals, ("select", "tree"))
         check_interval(
             _OWNER, "train_size", self.train_size, 0, 1, closed="right",
             why="it is the fraction of rows drawn into D_train; use 1.0 if your data already "
@@ -263,8 +274,8 @@ class MIPTabularSynthesizer(BaseEstimator):
             warn_no_promise_on_given_subset(
                 _OWNER, "the domains (bins, categories), the Chow-Liu tree and the noise scale")
         (inner_rng,) = spawn_generators(resolve_rng(self.random_state), 1)
-        inner = _CodedMarginals(sizes=tuple(d.size for d in domains), eta=self.eta,
-                                label=len(domains) - 1 if has_target else None,
+        inner = _CodedMarginals(sizes=tuple(d.size for d in domains), eta=self.eta, marginals=self.marginals,
+                                label=len(domains) - 1 if has_target and self.marginals == "tree" else None,
                                 train_size=self.train_size, random_state=inner_rng)
         with warnings.catch_warnings():
             # Said once above under this class's name.

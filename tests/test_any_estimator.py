@@ -208,6 +208,20 @@ def test_numeric_domain_atoms_quantiles_and_decoding():
             np.array(["a", None], dtype=object))
 
 
+def test_integer_intervals_do_not_decode_to_atoms():
+    # 9 and 10 are atoms inside the interval [8, 14): an interval code decodes to 8, 11, 12 or
+    # 13, never to an atom, so decoding and re-encoding agree (as for adult's education_num).
+    rng = np.random.default_rng(0)
+    x = np.r_[np.full(500, 9.0), np.full(300, 10.0), rng.integers(1, 17, 400).astype(float)]
+    (d,) = infer_domains([x], ["x"], n_bins=6)
+    assert d.atoms.tolist() == [9.0, 10.0] and d.edges.tolist() == [1.0, 4.0, 8.0, 14.0, 16.0]
+    codes = d.encode(x)
+    values = d.decode(codes, np.random.default_rng(1))
+    assert np.array_equal(d.encode(values), codes)
+    inside = values[codes == 4]  # [8, 14), the interval that holds both atoms
+    assert set(inside.tolist()) == {8.0, 11.0, 12.0, 13.0}
+
+
 def test_rare_categories_share_one_cell_but_classes_never_do():
     values = np.array(["a"] * 90 + ["b", "c", "d"] * 3 + ["e"], dtype=object)
     (d,) = infer_domains([values], ["c"], min_frequency=0.05)

@@ -12,7 +12,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skmip import DPMarginalSynthesizer, MIPMarginalSynthesizer, PrivacyWarning
 from skmip.bounds import coupling_eta
-from skmip.marginals import _consistent_tables, chow_liu_tree
+from skmip.marginals import _consistent_tables, chow_liu_tree, select_pairs
 from skmip.sensitivity import marginal_swap_deltas
 
 pytestmark = pytest.mark.filterwarnings("ignore::skmip.exceptions.PrivacyWarning")
@@ -101,6 +101,54 @@ def test_label_tree_is_tree_augmented_naive_bayes(chain):
         assert table.min() >= 0 and table.sum() == pytest.approx(1.0)
 
 
+@pytest.fixture(scope="module")
+def parity():
+    """b = a up to 10% flips, c = a xor b up to 5% flips: the tree (a, b), (b, c) misses how
+    c depends on a given b."""
+    rng = np.random.default_rng(4)
+    n = 8000
+    a = rng.integers(0, 2, n)
+    b = a ^ (rng.random(n) < 0.1)
+    c = a ^ b ^ (rng.random(n) < 0.05)
+    return np.c_[a, b, c]
+
+
+def test_select_is_a_function_of_D_only(parity):
+    # Two releases with different D_train (different seeds) choose the same tables: the
+    # selection never sees D_train. The noise is calibrated exactly over the final set.
+    fits = [MIPMarginalSynthesizer(eta=0.1, marginals="select", random_state=seed).fit(parity) for seed in (0, 1)]
+    assert fits[0].marginals_ == fits[1].marginals_
+    chosen = fits[0].marginals_
+    assert chosen[:2] == chow_liu_tree(parity) and chosen[2:] == select_pairs(parity, chosen[:2], eta=0.1,
+                                                                              train_size=4000)
+    assert len(chosen) == 3, "the pair the tree misses is measured"
+    res = marginal_swap_deltas(parity, chosen, train_size=4000)
+    assert coupling_eta(res.distances, fits[0].noise_scale_, weights=res.weights) == pytest.approx(0.1, rel=1e-6)
+    # A smaller eta means more noise per table: the same gap no longer pays for it.
+    assert select_pairs(parity, chosen[:2], eta=0.001, train_size=4000) == []
+
+
+def test_cycles_are_fitted_by_least_squares():
+    # a uniform on 4 values, b = a // 2, c = a % 2 (5% flips): given b, c still depends on a.
+    # With negligible noise, samples of the cycle (a, b), (b, c), (a, c) reproduce the (a, c)
+    # table, which the tree (a, b), (b, c) alone gets wrong. Tolerance: 4 binomial standard
+    # errors of a cell fraction (samples and data), as in test_sampler_draws_the_tree_law.
+    rng = np.random.default_rng(4)
+    n, n_s = 8000, 20_000
+    a = rng.integers(0, 4, n)
+    X = np.c_[a, a // 2, (a % 2) ^ (rng.random(n) < 0.05)]
+    for marginals, expect_match in (([(0, 1), (1, 2), (0, 2)], True), ([(0, 1), (1, 2)], False)):
+        dp = DPMarginalSynthesizer(epsilon=1e9, marginals=marginals, train_size=1.0, random_state=0).fit(X)
+        samples = dp.sample(n_s, random_state=0).astype(int)
+        within = []
+        for u in range(4):
+            for v in (0, 1):
+                p = np.mean((X[:, 0] == u) & (X[:, 2] == v))
+                q = np.mean((samples[:, 0] == u) & (samples[:, 2] == v))
+                within.append(abs(p - q) < 4 * np.sqrt(p * (1 - p) / n_s + p * (1 - p) / n) + 1e-9)
+        assert all(within) == expect_match
+
+
 def test_string_columns_are_categories():
     rng = np.random.default_rng(2)
     X = np.c_[rng.choice(["f", "m"], 500), rng.choice(["a", "b", "c"], 500)].astype(object)
@@ -125,13 +173,12 @@ def test_dataframe_input_names_and_strings():
 @pytest.mark.parametrize(
     "params, match",
     [
-        ({"marginals": [(0, 1), (1, 2), (0, 2)]}, "cycle"),
         ({"marginals": [(0, 1)]}, "in no marginal"),
         ({"marginals": [(0, 1, 1)]}, "distinct columns"),
         ({"marginals": [(0, 1), (2,)], "label": 2}, "shapes the 'tree'"),
         ({"label": 5}, "not a column"),
         ({"marginals": [(0, 7)]}, "not a column"),
-        ({"marginals": "star"}, "'tree' or a list"),
+        ({"marginals": "star"}, "'tree', 'select' or a list"),
         ({"eta": 0.6}, "eta must be in"),
         ({"train_size": 0.0}, "train_size"),
     ],
