@@ -605,14 +605,18 @@ class MIPMarginalSynthesizer(_MarginalSynthesizer):
     eta : float, default=0.1
         Promised bound on the attacker's accuracy advantage over the prior
         ``max(k/n, 1-k/n)`` (Definition 1), in (0, 0.5].
-    marginals : "tree" or list, default="tree"
+    marginals : "tree", "select" or list, default="tree"
         Which tables to release. ``"tree"``: the 2-way marginals of the Chow-Liu tree
         (:func:`chow_liu_tree`) of the whole dataset D; with a ``label``, the tree of the
         other columns given the label, released as the triples (label, parent, child) and
         the pair (label, root) -- the tree-augmented naive Bayes structure, which keeps how
-        every column depends on the label. A list: entries are a column (index or name), a
-        pair or a triple of columns; they must be usable in one sampling pass (a forest of
-        pairs, or a tree of triples sharing a column; no cycle) and cover every column.
+        every column depends on the label. ``"select"``: the same tree plus the pairs of
+        columns it models worst on D, chosen greedily while the model's error on a pair
+        exceeds a share of the error the noise is expected to bring
+        (:func:`select_pairs`; AIM's rule, computed on D alone). A list: entries are a
+        column (index or name), a pair or a triple of columns covering every column; they
+        may close cycles. Marginals that close cycles are honoured by :meth:`sample`'s
+        least-squares fit (see there).
     label : int, str or None, default=None
         With ``marginals="tree"``: the column (index or name) to condition the tree on,
         typically the target of a downstream model. ``None``: a plain Chow-Liu tree.
@@ -674,24 +678,27 @@ class MIPMarginalSynthesizer(_MarginalSynthesizer):
     of D; the coupling expectation is a finite sum (``docs/coupling.md``, "Statistics in
     closed form").
 
-    *What may depend on D.* The Chow-Liu tree and the category lists are computed from the
-    whole dataset D, never from ``D_train``: given D they are fixed, like the noise scale
-    (Definition 1 is about membership in ``D_train`` given D). They are released, so they
+    *What may depend on D.* The Chow-Liu tree, the selected pairs and the category lists are
+    computed from the whole dataset D, never from ``D_train``: given D they are fixed, like
+    the noise scale (Definition 1 is about membership in ``D_train`` given D), and the noise
+    is calibrated exactly over the final list of tables. They are released, so they
     reveal something about D itself; pass ``marginals`` as a list chosen from public
     knowledge (or the same list for every dataset) when D's structure must stay private.
     With ``train_size=1.0`` the data given to ``fit`` is ``D_train``, so the same lists,
     tree and noise scale are functions of ``D_train``: no promise is stated then.
 
     *Post-processing* (Theorem 3): the consensus of the 1-way laws, the least-squares move
-    of each table to them, clipping, iterative proportional fitting and sampling use the
-    noisy tables only.
+    of each table to them, clipping, iterative proportional fitting, the least-squares
+    weights of the candidate records and sampling use the noisy tables only.
 
     References
     ----------
     Izzo et al., "Provable Membership Inference Privacy": Definition 1, Proposition 2,
     Theorem 3. R. McKenna, G. Miklau, D. Sheldon (2021), "Winning the NIST Contest: A
-    scalable and general approach to differentially private synthetic data" (MST). C. Chow,
-    C. Liu (1968).
+    scalable and general approach to differentially private synthetic data" (MST).
+    R. McKenna, B. Mullins, D. Sheldon, G. Miklau (2022), "AIM" (selection). R. McKenna,
+    D. Sheldon, G. Miklau (2019), "Graphical-model based estimation and inference for
+    differential privacy" (Private-PGM, least-squares estimation). C. Chow, C. Liu (1968).
 
     Examples
     --------
