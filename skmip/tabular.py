@@ -86,9 +86,10 @@ class MIPTabularSynthesizer(BaseEstimator):
         ``max(k/n, 1-k/n)`` (Definition 1), in (0, 0.5].
     marginals : {"select", "tree"}, default="select"
         Which tables to release (:class:`~skmip.marginals.MIPMarginalSynthesizer`):
-        ``"tree"``, the Chow-Liu tree of D (conditioned on the target when ``y`` is given);
-        ``"select"``, that tree plus the pairs of columns the tree models worst on D, as
-        long as that error exceeds the error the extra noise is expected to bring
+        ``"tree"``, the Chow-Liu tree of D (conditioned on the target when ``y`` is given:
+        tree-augmented naive Bayes); ``"select"``, the Chow-Liu tree of all columns (the
+        target among them) plus the pairs of columns it models worst on D, as long as that
+        error exceeds a share of the error the extra noise is expected to bring
         (:func:`~skmip.marginals.select_pairs`, AIM's rule computed on D alone, so free
         under Definition 1). Samples then fit every table by least squares. On adult
         (eta = 0.1, all 14 columns and the label) ``"select"`` releases 65-67 tables and
