@@ -11,7 +11,7 @@ from skmip._rows import n_rows
 from skmip.params import get_adapter
 
 from ._common import _OWNER, _fit_vector
-from .losses import get_smooth_loss
+from .losses import get_smooth_loss, gradient_sum
 from .stacks import _cho_inverse, _cholesky, _data_hessian, _solve_pos
 
 #: Below this many flops per Hessian (k D^2), Newton's method is cheaper than chord steps.
@@ -117,7 +117,7 @@ def polish_to_minimiser(fitted, X, y=None, *, sample_weight=None, params="auto")
 def _solver_step(block, factor, fit_rows):
     """Newton step H^-1 grad F_H(theta_H): how far the fit is from the minimiser of the
     declared objective (solver tolerance, or a wrong objective)."""
-    grad = block.gradients[fit_rows].sum(axis=0) + block.regularizer_gradient
+    grad = gradient_sum(block, fit_rows) + block.regularizer_gradient
     return linalg.cho_solve(factor, grad, check_finite=False)
 
 

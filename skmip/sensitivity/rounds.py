@@ -8,10 +8,12 @@ import sys
 import time
 
 import numpy as np
-from sklearn.utils.parallel import Parallel
+from sklearn.utils.parallel import Parallel, delayed
 
 from skmip._threads import single_threaded_blas
 from skmip._validation import check_int
+
+from .compact import CompactDistances, encode_rounds
 
 #: Default number of sorted-block means kept per target and round with pairs_per_target="all".
 _SUMMARY_SIZE = 4
@@ -101,29 +103,52 @@ def _n_chunks(n_rounds, n_jobs):
     return min(n_rounds, max(20, 4 * effective_n_jobs(n_jobs)))
 
 
-def run_rounds(make_job, seeds, n_jobs, verbose, owner="estimate_swap_deltas"):
+def _encoded(func, args, kwargs):
+    """Run a chunk's job and return its rounds encoded (:func:`.compact.encode_rounds`), so
+    that a quarter of the bytes travel back and are kept."""
+    return encode_rounds(func(*args, **kwargs))
+
+
+def run_rounds(make_job, seeds, n_jobs, verbose, owner="estimate_swap_deltas", compact=False):
     """Run the rounds of ``seeds`` in chunks through joblib; stack them on axis 1.
 
     ``make_job(chunk_of_seeds)`` returns a ``delayed`` call whose result has shape
     ``(n, len(chunk), n_keep)``. Chunks are the unit of work of any joblib backend
     (``n_jobs`` processes, or a dask cluster under ``joblib.parallel_config(backend="dask")``);
     the seeds are drawn up front, so the result does not depend on how they are spread.
-    With ``verbose`` a line per finished chunk reports the rounds done and an estimate of
-    the time left.
+    With ``compact`` each chunk is encoded where it ran and the rounds are kept in a
+    :class:`.compact.CompactDistances` (half precision, rounded up). With ``verbose`` a line
+    per finished chunk reports the rounds done and an estimate of the time left.
     """
     seeds = list(seeds)
     chunks = [list(c) for c in np.array_split(np.asarray(seeds, dtype=object), _n_chunks(len(seeds), n_jobs))]
     out = None  # filled chunk by chunk: no second copy of the whole array
     start = time.perf_counter()
     done = 0
+
+    def job(chunk):
+        call = make_job(chunk)
+        if not compact:
+            return call
+        func, args, kwargs = call
+        # The inner function itself: the outer delayed carries scikit-learn's configuration.
+        return delayed(_encoded)(getattr(func, "function", func), args, kwargs)
+
     with single_threaded_blas():
         # Generator results arrive in submission order, so chunk i fills its own rounds.
-        results = Parallel(n_jobs=n_jobs, return_as="generator")(make_job(c) for c in chunks)
+        results = Parallel(n_jobs=n_jobs, return_as="generator")(job(c) for c in chunks)
         for part in results:
-            if out is None:
-                out = np.empty((part.shape[0], len(seeds)) + part.shape[2:], dtype=part.dtype)
-            out[:, done:done + part.shape[1]] = part
-            done += part.shape[1]
+            if compact:
+                codes, exponents = part
+                if out is None:
+                    out = CompactDistances(codes.shape[0], len(seeds), codes.shape[2])
+                out.put(done, codes, exponents)
+                done += codes.shape[1]
+            else:
+                if out is None:
+                    out = np.empty((part.shape[0], len(seeds)) + part.shape[2:], dtype=part.dtype)
+                out[:, done:done + part.shape[1]] = part
+                done += part.shape[1]
             del part
             if verbose:
                 elapsed = time.perf_counter() - start
