@@ -5,6 +5,7 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 
 from skmip.bounds import coupling_noise_scale
+from skmip.sensitivity import batched as batched_rounds
 from skmip.sensitivity import estimate
 from skmip.sensitivity import estimate_swap_deltas
 from skmip.sensitivity.compact import CompactDistances, encode_rounds
@@ -72,3 +73,21 @@ def test_compact_rounds_bound_the_distances_and_the_noise_scale(monkeypatch):
     # The point estimate and the blockwise reads agree with the decoded array's.
     c = coupling_noise_scale(decoded, 0.2, train_fraction=stored.train_fraction)
     assert (c.noise_scale, c.eta_upper, c.eta_point) == (b.noise_scale, b.eta_upper, b.eta_point)
+
+
+@pytest.mark.parametrize("batched", [True, False])  # stacked fits; fit by fit, streamed
+def test_threads_give_the_sequential_rounds_bit_for_bit(batched, monkeypatch):
+    # The rounds run in threads that share the fitter; each job keeps its own cache of exact
+    # solves (the outliers' pairs fall back to them), so the result cannot depend on timing.
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(240, 3))
+    X[:4] *= 30.0  # high-leverage rows: some pairs need the exact solves (85 of them here)
+    y = (X[:, 0] + rng.normal(size=240) > 0).astype(int)
+    monkeypatch.setattr(estimate, "COMPACT_VALUES", 0)
+    monkeypatch.setattr(batched_rounds, "_ENABLED", batched)
+    kwargs = dict(scale=np.full(4, 0.05), n_rounds=24, polish=True, random_state=5)
+    one = estimate_swap_deltas(LogisticRegression(C=1.0), X, y, n_jobs=1, **kwargs)
+    two = estimate_swap_deltas(LogisticRegression(C=1.0), X, y, n_jobs=2, **kwargs)
+    assert one.certified and two.certified
+    np.testing.assert_array_equal(two.distances.codes, one.distances.codes)
+    np.testing.assert_array_equal(two.distances.exponents, one.distances.exponents)

@@ -282,7 +282,7 @@ def estimate_swap_deltas(
             lambda chunk: delayed(_refit_rounds)(
                 chunk, estimator, adapter, X, y, fit_params, n, k, p, whitener, all_pairs, n_keep,
             ),
-            seeds, n_jobs, verbose, compact=compact,
+            seeds, n_jobs, verbose, compact=compact, values_per_round=n * n_keep,
         )
         return SwapDeltas(rounds, k, engine, "all" if all_pairs else "sampled")
     if polish:
@@ -295,7 +295,9 @@ def estimate_swap_deltas(
             chunk, fitter, loss, Xd, yd, sw, n, k, p, whitener, all_pairs, n_keep,
             engine == "newton", refine, certify,
         ),
-        seeds, n_jobs, verbose, compact=compact,
+        # Threads: the rounds are array arithmetic that releases the GIL, and threads share
+        # X and the fits' design instead of copying them into every worker (memory at large n).
+        seeds, n_jobs, verbose, compact=compact, values_per_round=n * n_keep, prefer="threads",
     )
     return SwapDeltas(rounds, k, engine, "all" if all_pairs else "sampled", polished=polish,
                       certified=certify)

@@ -96,11 +96,17 @@ def _resolve_k(owner, train_size, n):
     )
 
 
-def _n_chunks(n_rounds, n_jobs):
+#: Most values (targets x rounds x kept) of one job's result: a job's rounds are held in
+#: double precision until it returns (32 MiB).
+_JOB_VALUES = 2**22
+
+
+def _n_chunks(n_rounds, n_jobs, values_per_round=0):
     from joblib import effective_n_jobs
 
-    # Enough jobs for every worker (4 each, for balance) and for a progress line every 5%.
-    return min(n_rounds, max(20, 4 * effective_n_jobs(n_jobs)))
+    # Enough jobs for every worker (4 each, for balance) and for a progress line every 5%,
+    # and small enough that a job's result stays within _JOB_VALUES.
+    return min(n_rounds, max(20, 4 * effective_n_jobs(n_jobs), -(-n_rounds * values_per_round // _JOB_VALUES)))
 
 
 def _encoded(func, args, kwargs):
@@ -109,7 +115,8 @@ def _encoded(func, args, kwargs):
     return encode_rounds(func(*args, **kwargs))
 
 
-def run_rounds(make_job, seeds, n_jobs, verbose, owner="estimate_swap_deltas", compact=False):
+def run_rounds(make_job, seeds, n_jobs, verbose, owner="estimate_swap_deltas", compact=False,
+               values_per_round=0, prefer=None):
     """Run the rounds of ``seeds`` in chunks through joblib; stack them on axis 1.
 
     ``make_job(chunk_of_seeds)`` returns a ``delayed`` call whose result has shape
@@ -117,11 +124,16 @@ def run_rounds(make_job, seeds, n_jobs, verbose, owner="estimate_swap_deltas", c
     (``n_jobs`` processes, or a dask cluster under ``joblib.parallel_config(backend="dask")``);
     the seeds are drawn up front, so the result does not depend on how they are spread.
     With ``compact`` each chunk is encoded where it ran and the rounds are kept in a
-    :class:`.compact.CompactDistances` (half precision, rounded up). With ``verbose`` a line
-    per finished chunk reports the rounds done and an estimate of the time left.
+    :class:`.compact.CompactDistances` (half precision, rounded up). ``values_per_round``
+    (n x kept values) sizes the chunks; ``prefer`` is joblib's hint (``"threads"``: the jobs
+    share the data and the process's memory instead of copies in worker processes; a
+    backend chosen with ``joblib.parallel_config``, e.g. dask, still applies). With
+    ``verbose`` a line per finished chunk reports the rounds done and an estimate of the
+    time left.
     """
     seeds = list(seeds)
-    chunks = [list(c) for c in np.array_split(np.asarray(seeds, dtype=object), _n_chunks(len(seeds), n_jobs))]
+    n_chunks = _n_chunks(len(seeds), n_jobs, values_per_round)
+    chunks = [list(c) for c in np.array_split(np.asarray(seeds, dtype=object), n_chunks)]
     out = None  # filled chunk by chunk: no second copy of the whole array
     start = time.perf_counter()
     done = 0
@@ -136,7 +148,7 @@ def run_rounds(make_job, seeds, n_jobs, verbose, owner="estimate_swap_deltas", c
 
     with single_threaded_blas():
         # Generator results arrive in submission order, so chunk i fills its own rounds.
-        results = Parallel(n_jobs=n_jobs, return_as="generator")(job(c) for c in chunks)
+        results = Parallel(n_jobs=n_jobs, prefer=prefer, return_as="generator")(job(c) for c in chunks)
         for part in results:
             if compact:
                 codes, exponents = part
