@@ -115,6 +115,36 @@ def _encoded(func, args, kwargs):
     return encode_rounds(func(*args, **kwargs))
 
 
+#: Times the rounds not yet received are resubmitted after a worker was lost.
+_RETRIES = 3
+
+
+def _lost_worker(exc):
+    """Whether ``exc`` says a job was lost with its worker (a cluster's worker killed or
+    restarted, its scattered data gone), not that the job itself failed."""
+    from concurrent.futures import CancelledError
+
+    return isinstance(exc, CancelledError) or type(exc).__name__ in ("KilledWorker", "CommClosedError")
+
+
+def _chunk_results(job, chunks, n_jobs, prefer):
+    """The results of ``job(chunk)`` for every chunk, in order. When a worker is lost (a
+    dask worker killed mid-fit), the chunks not yet received are submitted again: each job
+    is a pure function of its seeds, so the result is the same whoever runs it."""
+    done = 0
+    for attempt in range(_RETRIES + 1):
+        try:
+            # Generator results arrive in submission order, so chunk i fills its own rounds.
+            for part in Parallel(n_jobs=n_jobs, prefer=prefer, return_as="generator")(
+                    job(c) for c in chunks[done:]):
+                done += 1
+                yield part
+            return
+        except Exception as exc:
+            if attempt == _RETRIES or not _lost_worker(exc):
+                raise
+
+
 def run_rounds(make_job, seeds, n_jobs, verbose, owner="estimate_swap_deltas", compact=False,
                values_per_round=0, prefer=None):
     """Run the rounds of ``seeds`` in chunks through joblib; stack them on axis 1.
@@ -147,9 +177,7 @@ def run_rounds(make_job, seeds, n_jobs, verbose, owner="estimate_swap_deltas", c
         return delayed(_encoded)(getattr(func, "function", func), args, kwargs)
 
     with single_threaded_blas():
-        # Generator results arrive in submission order, so chunk i fills its own rounds.
-        results = Parallel(n_jobs=n_jobs, prefer=prefer, return_as="generator")(job(c) for c in chunks)
-        for part in results:
+        for part in _chunk_results(job, chunks, n_jobs, prefer):
             if compact:
                 codes, exponents = part
                 if out is None:
