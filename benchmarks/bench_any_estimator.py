@@ -35,9 +35,11 @@ transformers and domains are then fitted on the member set, which the game can o
 easier to attack. Reported: TPR at 1% FPR of the strongest attack (eta-MIP bounds it by
 0.01 + 2 eta, Theorem 8 corrected).
 
+Results and their reading: docs/pipelines.md, "Every defense side by side".
+
 Usage::
 
-    python benchmarks/bench_any_estimator.py            # 3 repetitions, adult on 10,000 rows
+    python benchmarks/bench_any_estimator.py            # 3 repetitions, adult on 5,000 rows
     python benchmarks/bench_any_estimator.py --quick    # 1 repetition, small pools (smoke test)
 """
 
@@ -419,7 +421,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--eta", type=float, default=0.1)
-    parser.add_argument("--adult-rows", type=int, default=10000, help="adult subsample (0: all 32,561 rows)")
+    parser.add_argument("--adult-rows", type=int, default=5000, help="adult subsample (0: all 32,561 rows)")
     parser.add_argument("--audit-rows", type=int, default=1000, help="pool of the membership game (0: no audit)")
     parser.add_argument("--n-models", type=int, default=8, help="models of the membership game")
     parser.add_argument("--quick", action="store_true",
