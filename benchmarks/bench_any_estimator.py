@@ -362,6 +362,8 @@ def utility(X, y, reps, eta, models, log):
                         continue
                     row["sec"].append(time.perf_counter() - t0)
                     row["acc"].append(est.score(X_te, y_te))
+                if defense == "SubsampledDPClassifier":  # Thudi's bound at 1/2 + eta is Theorem 4's epsilon
+                    assert np.isclose(est.learner_.epsilon_, mip_to_dp_epsilon(eta), rtol=1e-9, atol=0)
                 sample = None
                 if defense == "MIP auto" and est.method_ == "synthetic":
                     sample = est.synthesizer_.sample(len(D), random_state=rep)
