@@ -127,12 +127,14 @@ class RowGradients:
         return np.asarray(self).sum(axis=axis)
 
     def sum_rows(self, rows):
-        """The sum of the gradients of ``rows`` (elementwise products and an ordered sum:
-        the same rounding whatever the memory layout)."""
-        rows = np.asarray(rows)
+        """The sum of the gradients of ``rows``: the derivatives of the other rows set to 0,
+        then contiguous chunks of the design (no gather of the rows), elementwise products
+        and an ordered sum (the same rounding whatever the memory layout)."""
+        w = np.zeros(self.shape[0])
+        w[rows] = self.d1[rows]
         total = np.zeros(self.shape[1])
-        for a in range(0, rows.size, self._CHUNK):
-            total += np.add.reduce(self[rows[a:a + self._CHUNK]], axis=0)
+        for a in range(0, w.size, self._CHUNK):
+            total += np.add.reduce(w[a:a + self._CHUNK, None] * self.features[a:a + self._CHUNK], axis=0)
         return total
 
 
