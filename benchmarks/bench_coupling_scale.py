@@ -8,6 +8,7 @@ Commands (results and their load in docs/coupling.md, "Cost and scaling"):
     python benchmarks/bench_coupling_scale.py adult --n-jobs 2 [--point]
     python benchmarks/bench_coupling_scale.py scaling --n-jobs 2 [--plot docs/figures/coupling_scaling.png]
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_coupling_scale.py engine
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_coupling_scale.py million --n-jobs 2
 
 ``ratio``: breast cancer (standardized, the README quickstart's 75/25 split),
 ``LogisticRegression(C=0.1)``, eta = 0.1, the wrapper's defaults, one core: wrapper fit time
@@ -22,6 +23,11 @@ coupling bound, since the confidence statement only adds noise to it.
 adult subsamples; time against n on log-log axes (slope), noise scale in units of the noise shape.
 ``engine``: the ``"newton"`` engine against exact refits on the same pairs, in the designed and
 the covariance noise shape (breast cancer) and in the designed one (an adult subsample).
+``million`` (issue 24): the default wrapper fit of ``LogisticRegression(C=0.1)``, eta = 0.1,
+on synthetic logistic data with d = 20 features, n = 10,000 to 1,000,000 (``--sizes``), each
+in a fresh process: wall time, the process's CPU time, its peak resident memory
+(``ru_maxrss``, threads included) and the peak of the proportional set size summed over it and
+any child processes (sampled every 0.2 s), against the data's own size.
 """
 
 from __future__ import annotations
@@ -200,9 +206,86 @@ def plot_scaling(curves, n_jobs, path):
     print(f"wrote {path}")
 
 
+def _logistic_d20(n, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 20))
+    w = rng.normal(size=20) / np.sqrt(20)
+    y = (rng.random(n) < 1 / (1 + np.exp(-2 * X @ w))).astype(int)
+    return X, y
+
+
+def _tree_pss_mb(root):
+    """Proportional set size (MB) of ``root`` and its descendants (shared pages split)."""
+    parents = {}
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    parents[int(pid)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                pass
+    tree, grew = {root}, True
+    while grew:
+        more = {p for p, parent in parents.items() if parent in tree} - tree
+        tree |= more
+        grew = bool(more)
+    total = 0
+    for pid in tree:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as f:
+                total += sum(int(line.split()[1]) for line in f if line.startswith("Pss:"))
+        except OSError:
+            pass
+    return total / 1024
+
+
+def _one_million_run(n, n_jobs):
+    """One wrapper fit in this process; prints a JSON line (``million`` runs it in a child)."""
+    import json
+    import resource
+    import threading
+    import time
+
+    X, y = _logistic_d20(n)
+    peak, stop = [0.0], threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            peak[0] = max(peak[0], _tree_pss_mb(os.getpid()))
+            stop.wait(0.2)
+
+    watcher = threading.Thread(target=sample, daemon=True)
+    watcher.start()
+    cpu, start = time.process_time(), time.perf_counter()
+    w = MIPNoiseWrapper(LogisticRegression(C=0.1), eta=0.1, n_jobs=n_jobs, random_state=0).fit(X, y)
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    stop.set()
+    watcher.join()
+    print(json.dumps({"n": n, "wall": wall, "cpu": cpu, "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                      "pss_mb": peak[0], "data_mb": X.nbytes / 2**20, "noise_scale": w.noise_scale_,
+                      "eta_upper": w.coupling_eta_upper_, "load": os.getloadavg()[0]}), flush=True)
+
+
+def bench_million(n_jobs, sizes):
+    import json
+    import subprocess
+
+    rows = []
+    for n in sizes:
+        out = subprocess.run([sys.executable, __file__, "_one", "--n-jobs", str(n_jobs), "--sizes", str(n)],
+                             capture_output=True, text=True, check=True).stdout
+        r = json.loads(out.strip().splitlines()[-1])
+        rows.append([f"{n:,}", f"{r['wall']:.1f} s", f"{r['cpu']:.0f} s", f"{r['maxrss_mb']:,.0f} MB",
+                     f"{r['pss_mb']:,.0f} MB", f"{r['data_mb']:.0f} MB", f"{r['noise_scale']:.4f}",
+                     f"{r['eta_upper']:.4f}", f"{r['load']:.1f}"])
+        print(rows[-1], flush=True)
+    print(markdown_table(["n", "wall", "CPU", "peak RSS", "peak PSS (tree)", "X", "noise scale s",
+                          "eta upper", "load"], rows))
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("what", choices=("ratio", "bounds", "adult", "scaling", "engine"))
+    p.add_argument("what", choices=("ratio", "bounds", "adult", "scaling", "engine", "million", "_one"))
     p.add_argument("--n-jobs", type=int, default=1)
     p.add_argument("--n-rounds", type=int, default=None, help="ratio: override the wrapper's n_rounds")
     p.add_argument("--sizes", type=int, nargs="+", default=[1000, 3000, 10000, 30000, 100000, 200000])
@@ -219,6 +302,11 @@ def main(argv=None):
         bench_adult(args.n_jobs, args.point)
     elif args.what == "engine":
         bench_engine()
+    elif args.what == "million":
+        bench_million(args.n_jobs, args.sizes if args.sizes != p.get_default("sizes")
+                      else [10000, 30000, 100000, 300000, 1000000])
+    elif args.what == "_one":
+        _one_million_run(args.sizes[0], args.n_jobs)
     else:
         bench_scaling(args.n_jobs, args.sizes, args.adult_sizes, args.plot)
 

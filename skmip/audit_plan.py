@@ -324,7 +324,7 @@ def _mip_reason(est, method="auto"):
         return (
             f"MIPNoiseWrapper noises fitted parameters and {type(est).__name__} has none it can "
             f"read ({first}); in Python it trains it on MIP synthetic data instead "
-            "(method_='synthetic', docs/any_estimator.md), a route this command does not audit "
+            "(method_='synthetic', docs/pipelines.md), a route this command does not audit "
             "yet; try subsampled DP with a DP learner, or --estimator logreg"
         )
     return None

@@ -108,7 +108,7 @@ class MIPTabularSynthesizer(BaseEstimator):
         this share of the rows share one cell, decoded uniformly among them (never the
         target's classes; ``0`` pools none). Fewer cells spread the same records over fewer
         noisy cells: on adult (eta = 0.1) pooling at 1% halves the released cells (4,512 to
-        2,020) and lowers the mean 2-way TV from 0.051 to 0.046 (docs/any_estimator.md).
+        2,020) and lowers the mean 2-way TV from 0.051 to 0.046 (docs/pipelines.md).
     bins : dict, optional
         ``{column: edges}``: user-given interval edges (outermost included, strictly
         increasing) of numeric columns. A value of D outside them raises an error.

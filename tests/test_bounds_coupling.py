@@ -469,3 +469,23 @@ def test_calibration_in_blocks_of_targets_is_the_same(monkeypatch):
     monkeypatch.setattr(coupling, "_BLOCK_VALUES", 7)  # a few targets per block, uneven
     blocks = coupling.coupling_noise_scale(deltas, 0.1)
     assert blocks == whole
+
+
+@pytest.mark.parametrize("pairs", [1, 3])
+def test_pruned_searches_give_the_brute_force_values(pairs):
+    # coupling_noise_scale prunes targets with Jensen, constant and grouped bounds before it
+    # reads their draws; at its scale, its eta_upper and eta_point must be the maxima over
+    # every target of the exact betting bound and mean (many near-equal targets: the pruning
+    # has to decide for most of them).
+    from skmip.bounds.betting import _upper
+    from skmip.bounds.coupling import _betting_log_thresholds, _draw_values
+
+    rng = np.random.default_rng(7)
+    level = np.exp(rng.normal(0.0, 0.1, size=(3000, 1, 1)))
+    deltas = level * rng.lognormal(0.0, 0.5, size=(3000, 80, pairs))
+    cal = coupling_noise_scale(deltas, 0.2)
+    y = _draw_values(deltas, cal.noise_scale, 0.5)
+    thresholds = _betting_log_thresholds(np.full(3000, 1 / 3000), 0.05)
+    assert cal.eta_upper == min(float(_upper(y, 0.5, thresholds).max()), 0.2)
+    assert cal.eta_point == float(y.mean(axis=1).max())
+    assert cal.eta_upper == coupling_eta_upper(deltas, cal.noise_scale) or cal.eta_upper == 0.2

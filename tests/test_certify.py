@@ -117,15 +117,15 @@ def _row_sums_case(seed=3, n=60, d=4):
     curv = block.glm.d2loss(FH @ block.theta, H)
     lev = ((FH @ hinv) * FH).sum(1)
     unorm = np.abs(rng.normal(size=H.size)) + 0.1
-    return FH, curv, lev, unorm, F, hinv
+    return FH, curv, lev, unorm, F, hinv, H
 
 
 @pytest.mark.parametrize("split", [False, True])
 def test_row_sums_are_the_exact_sums_or_bound_them(split, monkeypatch):
-    FH, curv, lev, unorm, F, hinv = _row_sums_case()
+    FH, curv, lev, unorm, F, hinv, H = _row_sums_case()
     if split:  # only D rows of H summed exactly, the rest bounded by Cauchy-Schwarz
         monkeypatch.setattr(certify, "_SUMS_WORK", 0.0)
-    sums = certify.RowSums(FH, curv, lev, unorm, F, hinv)
+    sums = certify.RowSums(F, H, curv, lev, unorm, hinv=hinv)
     h = FH @ hinv @ F.T  # (k, n): h_ij
     l, u = curv[:, None], unorm[:, None]
     exact = {
@@ -142,6 +142,21 @@ def test_row_sums_are_the_exact_sums_or_bound_them(split, monkeypatch):
         else:
             np.testing.assert_allclose(got, value, rtol=1e-10, err_msg=name)
     assert sums.top == pytest.approx(unorm.max())
+
+
+def test_row_sums_filled_as_the_rows_come_equal_the_sums_at_once(monkeypatch):
+    # The streamed engine fills a fit's row sums chunk by chunk, rows repeated across chunks.
+    monkeypatch.setattr(certify, "_SUMS_WORK", 0.0)
+    FH, curv, lev, unorm, F, hinv, H = _row_sums_case()
+    whole = certify.RowSums(F, H, curv, lev, unorm, hinv=hinv)
+    lazy = certify.RowSums(F, H, curv, lev, unorm)
+    assert np.isnan(lazy.reach).all()  # nothing summed yet: a bound on it is not finite
+    rng = np.random.default_rng(0)
+    for rows in (rng.choice(len(F), (7, 2)), np.arange(len(F))[::-1]):  # repeats, then all
+        xi = F[rows] @ hinv
+        lazy.fill(rows, xi, (xi * F[rows]).sum(-1))
+    for name in ("reach", "quartic", "weighted", "squared"):
+        np.testing.assert_allclose(getattr(lazy, name), getattr(whole, name), rtol=1e-12, err_msg=name)
 
 
 def test_closed_form_bounds_the_exact_distance_with_split_row_sums(monkeypatch):

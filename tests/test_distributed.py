@@ -76,3 +76,53 @@ def test_wrapper_fit_on_the_cluster_as_documented(client, cancer):
     assert got.method_ == "coupling"
     assert got.noise_scale_ == expected.noise_scale_
     np.testing.assert_array_equal(got.estimator_.coef_, expected.estimator_.coef_)
+
+
+def test_a_worker_killed_mid_fit_leaves_the_model_unchanged():
+    """A long calibration on a cluster of worker processes: one worker is killed while rounds
+    run (its nanny restarts it and dask reruns the lost jobs). The rounds' seeds are fixed up
+    front and each job is a pure function of them, so the model is the sequential one."""
+    import os
+    import signal
+    import threading
+    import time
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(8000, 10))
+    y = (X @ rng.normal(size=10) / 3 + rng.logistic(size=8000) > 0).astype(int)
+    kwargs = dict(eta=0.2, n_rounds=160, random_state=0)
+    start = time.perf_counter()
+    expected = MIPNoiseWrapper(LogisticRegression(C=0.1), n_jobs=1, **kwargs).fit(X, y)
+    sequential = time.perf_counter() - start
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                      dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+            result, errors = {}, []
+
+            def fit():
+                try:
+                    with parallel_config(backend="dask"):
+                        result["model"] = MIPNoiseWrapper(LogisticRegression(C=0.1), n_jobs=-1, **kwargs).fit(X, y)
+                except Exception as exc:  # reported below
+                    errors.append(exc)
+
+            worker = threading.Thread(target=fit)
+            worker.start()
+            # Wait until the rounds run on the cluster (jobs processing on both workers: the
+            # sigma step before them runs in this process), then kill a busy worker.
+            deadline = time.perf_counter() + 20 * sequential + 60
+            busy = []
+            while len(busy) < 2 and worker.is_alive() and time.perf_counter() < deadline:
+                busy = [addr for addr, keys in client.processing().items() if keys]
+                time.sleep(0.02)
+            assert worker.is_alive() and busy, f"the fit ended before a worker could be killed: {errors}"
+            pid = client.run(os.getpid, workers=busy[:1])[busy[0]]
+            os.kill(pid, signal.SIGKILL)
+            assert worker.is_alive(), "the fit ended before the worker died"
+            worker.join(timeout=20 * sequential + 120)
+            assert not worker.is_alive() and not errors, errors
+    got = result["model"]
+    assert got.noise_scale_ == expected.noise_scale_
+    np.testing.assert_array_equal(got.estimator_.coef_, expected.estimator_.coef_)
+    np.testing.assert_array_equal(got.estimator_.intercept_, expected.estimator_.intercept_)

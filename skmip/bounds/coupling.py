@@ -105,7 +105,12 @@ def _prior_weight(owner, train_fraction):
 
 
 def _check_deltas(owner, deltas):
-    """``deltas`` as a float array of shape (n_targets, n_draws, n_pairs)."""
+    """``deltas`` as a float array of shape (n_targets, n_draws, n_pairs); an object with
+    ``blocks()`` and a 3-D ``shape`` whose first axis indexes to float rows (the rounds'
+    compact store, :class:`skmip.sensitivity.compact.CompactDistances`, checked when
+    stored) passes as is, and is read a block of targets at a time."""
+    if hasattr(deltas, "blocks") and len(getattr(deltas, "shape", ())) == 3:
+        return deltas
     arr = np.asarray(deltas, dtype=np.float64)
     if arr.ndim == 1:
         arr = arr[None, :, None]
@@ -191,9 +196,22 @@ def gaussian_tv(delta: ArrayLike) -> float | np.ndarray:
     return scalar_or_array(erf(d / _SQRT8))
 
 
+def _target_blocks(arr):
+    """``(slice, float block)`` over the targets of ``arr``, a block of about
+    ``_BLOCK_VALUES`` values at a time (the temporaries stay small whatever n)."""
+    if hasattr(arr, "blocks"):
+        yield from arr.blocks()
+        return
+    step = max(1, _BLOCK_VALUES // max(1, arr.shape[1] * arr.shape[2]))
+    for a in range(0, arr.shape[0], step):
+        idx = slice(a, a + step)
+        yield idx, arr[idx]
+
+
 def _smallest_positive(arr):
     """The smallest finite positive distance (``inf`` if none), without copying them."""
-    return float(np.min(arr, where=np.isfinite(arr) & (arr > 0), initial=np.inf))
+    return min((float(np.min(b, where=np.isfinite(b) & (b > 0), initial=np.inf)) for _, b in _target_blocks(arr)),
+               default=np.inf)
 
 
 #: Distances turned into total variations at a time by :func:`_draw_values`.
@@ -208,18 +226,16 @@ def _draw_values(deltas, s, weight, pair_weights=None):
     """
     out = np.empty(deltas.shape[:2])
     # Targets in blocks: the temporaries stay small whatever n (the same arithmetic per value).
-    step = max(1, _BLOCK_VALUES // max(1, deltas.shape[1] * deltas.shape[2]))
-    for a in range(0, deltas.shape[0], step):
-        block = deltas[a:a + step]
+    for idx, block in _target_blocks(deltas):
         # erf(inf) = 1, erf(0) = 0: infinite and zero distances need no special case.
         if s == 0.0:  # no noise: every positive distance is told apart with certainty
             tv = (block > 0).astype(np.float64)
         else:
             tv = erf(block / (s * _SQRT8))
         if pair_weights is None:
-            out[a:a + step] = weight * tv.mean(axis=2)
+            out[idx] = weight * tv.mean(axis=2)
         else:
-            out[a:a + step] = weight * (tv * pair_weights[a:a + step]).sum(axis=2)
+            out[idx] = weight * (tv * pair_weights[idx]).sum(axis=2)
     return out
 
 
@@ -236,18 +252,54 @@ class _JensenBounds:
       decreasing order of their bound, until the bound falls below the best exact value;
     * the betting bound is non-decreasing in every draw (:mod:`skmip.bounds.betting`), so a
       target that passes with its draws replaced by upper bounds passes; only the others are
-      evaluated exactly (first against the constant bound :math:`\max_r`, then per draw).
+      evaluated exactly (first against the constant bound :math:`\max_r`, then with each
+      draw replaced by the largest of its group when a target's draws are sorted and cut
+      into 16 groups, then per draw). The same tests find the maximum of the bound over the
+      targets at the chosen scale.
     """
 
     #: Targets evaluated exactly at a time by :meth:`max_mean`.
     _STEP = 64
+    #: Groups of sorted draws per target in the second test of :meth:`all_pass`.
+    _GROUPS = 16
 
     def __init__(self, arr, pw=None):
         self.arr, self.pw = arr, pw
-        per_draw = arr.mean(axis=2) if pw is None else np.where(pw > 0, arr * pw, 0.0).sum(axis=2)
-        self.per_draw = per_draw  # (n_targets, n_draws): mean distance of each draw
-        self.per_target = per_draw.mean(axis=1)
-        self.worst_draw = per_draw.max(axis=1)
+        n = arr.shape[0]
+        # Per target, in one pass over blocks of targets: the mean distance and the worst
+        # draw's mean distance (Jensen), the (weighted) shares of infinite and of positive
+        # distances, and the range of the finite positive ones (of positive weight).
+        self.per_target, self.worst_draw = np.empty(n), np.empty(n)
+        self.inf_share, self.pos_share = np.empty(n), np.empty(n)
+        # The draws' sorted mean distances cut into groups: each group's largest bounds
+        # every draw of the group (group_max, group_sizes).
+        m = arr.shape[1]
+        ends = np.cumsum([len(g) for g in np.array_split(np.arange(m), min(self._GROUPS, m))])
+        self.group_sizes = np.diff(np.r_[0, ends]).astype(np.float64)
+        self.group_max = np.empty((n, ends.size))
+        lo, hi = np.inf, -np.inf
+        for idx, block in _target_blocks(arr):
+            w = None if pw is None else pw[idx]
+            per_draw = self._per_draw(block, w)
+            self.per_target[idx] = per_draw.mean(axis=1)
+            self.worst_draw[idx] = per_draw.max(axis=1)
+            self.group_max[idx] = np.sort(per_draw, axis=1)[:, ends - 1]
+            self.inf_share[idx] = self._share(np.isinf(block), w)
+            self.pos_share[idx] = self._share(block > 0, w)
+            keep = np.isfinite(block) & (block > 0) & (True if w is None else w > 0)
+            lo = min(lo, float(np.min(block, where=keep, initial=np.inf)))
+            hi = max(hi, float(np.max(block, where=keep, initial=-np.inf)))
+        self.finite_range = (lo, hi)
+
+    @staticmethod
+    def _per_draw(block, w):
+        """Mean distance of each draw (over its pairs, weighted)."""
+        return block.mean(axis=2) if w is None else np.where(w > 0, block * w, 0.0).sum(axis=2)
+
+    @staticmethod
+    def _share(mask, w):
+        """Per target, the (weighted) fraction of its values in ``mask``, averaged over draws."""
+        return (mask.mean(axis=2) if w is None else (mask * w).sum(axis=2)).mean(axis=1)
 
     @staticmethod
     def _tv(d, s):
@@ -266,6 +318,34 @@ class _JensenBounds:
             best = max(best, float(values.mean(axis=1).max()))
         return best
 
+    def _group_capital(self, idx, s, weight, level):
+        """The betting capital at ``level`` of targets ``idx`` with every draw replaced by its
+        group's largest (the best of the fixed bets); a lower bound on the exact capital."""
+        cg = weight * self._tv(self.group_max[idx], s)
+        return np.max([(self.group_sizes * np.log1p((f / weight) * (level - cg))).sum(axis=1)
+                       for f in BET_FRACTIONS], axis=0)
+
+    def max_upper(self, s, weight, log_threshold):
+        """``max_x`` of the betting bound at ``s`` (:func:`_betting_max_upper`), evaluated
+        exactly only on targets whose grouped capital does not already show theirs below."""
+        upper = weight * self._tv(self.per_target, s)  # Jensen: at least each target's mean
+        top = np.argsort(-upper, kind="stable")[:32]
+        best = float(_upper(_draw_values(self.arr[top], s, weight), weight, log_threshold[top]).max())
+        step = max(1, _BLOCK_VALUES // max(1, self.arr.shape[1] * self.arr.shape[2]))
+        while True:
+            # A target whose bound is at most best passes at level best; the grouped capital
+            # (a lower bound on its capital) shows it for most without reading its draws.
+            idx = np.flatnonzero(~(self._group_capital(slice(None), s, weight, best) >= log_threshold))
+            above = np.concatenate([
+                idx[a:a + step][~betting_passes(_draw_values(self.arr[idx[a:a + step]], s, weight), best, weight,
+                                                log_threshold[idx[a:a + step]])]
+                for a in range(0, idx.size, step)] or [np.zeros(0, dtype=np.intp)])
+            if not above.size:
+                return best
+            best = max(best, max(float(_upper(_draw_values(self.arr[above[a:a + step]], s, weight), weight,
+                                              log_threshold[above[a:a + step]]).max())
+                                 for a in range(0, above.size, step)))
+
     def all_pass(self, s, weight, eta, log_threshold):
         """Whether every target's betting bound at ``s`` is at most ``eta`` (exactly);
         ``log_threshold`` one per target."""
@@ -275,15 +355,22 @@ class _JensenBounds:
         c = weight * self._tv(self.worst_draw, s)
         capital = m * np.log1p(np.multiply.outer(eta - c, BET_FRACTIONS / weight)).max(axis=1)
         todo = np.flatnonzero(~(capital >= log_threshold))
-        if todo.size:  # each draw at most its own bound
-            y = weight * self._tv(self.per_draw[todo], s)
-            todo = todo[~betting_passes(y, eta, weight, log_threshold[todo])]
-        # The exact values, a block of targets at a time (no copy of the whole array).
-        step = max(1, _BLOCK_VALUES // max(1, self.arr.shape[1] * self.arr.shape[2]))
+        if todo.size:
+            # Every draw at most its group's largest (the draws sorted, in _GROUPS groups):
+            # the capital is a sum over draws, in any order, non-increasing in each value.
+            todo = todo[~(self._group_capital(todo, s, weight, eta) >= log_threshold[todo])]
+        # The rest a block of targets at a time (no copy of the whole array): each draw at
+        # most its own bound (Jensen over its pairs), then the exact values where that fails.
+        step = max(1, _BLOCK_VALUES // max(1, m * self.arr.shape[2]))
         for a in range(0, todo.size, step):
             block = todo[a:a + step]
-            values = _draw_values(self.arr[block], s, weight)
-            if not betting_passes(values, eta, weight, log_threshold[block]).all():
+            values = self.arr[block]
+            if values.shape[2] > 1:
+                y = weight * self._tv(self._per_draw(values, None), s)
+                fail = ~betting_passes(y, eta, weight, log_threshold[block])
+                block, values = block[fail], values[fail]
+            if block.size and not betting_passes(_draw_values(values, s, weight), eta, weight,
+                                                 log_threshold[block]).all():
                 return False
         return True
 
@@ -568,14 +655,36 @@ def _check_shares(owner, target_shares, n_targets):
 
 def _betting_max_upper(y, weight, log_threshold):
     """max over targets of the betting bound, computing it only where it can be the max."""
-    means = y.mean(axis=1)
+    return _betting_max_upper_of(lambda idx: y[idx], y.mean(axis=1), weight, log_threshold)
+
+
+def _betting_max_upper_of(values, means, weight, log_threshold):
+    """:func:`_betting_max_upper` with the draw values of targets ``idx`` given by
+    ``values(idx)`` (a slice or index array), read a block of targets at a time."""
+    n_t = means.size
     top = np.argsort(-means)[:32]
-    best = float(_upper(y[top], weight, log_threshold[top]).max())
+    best = float(_upper(values(top), weight, log_threshold[top]).max())
+    step = max(1, _BLOCK_VALUES // max(1, values(slice(0, 1)).shape[1]))
     while True:
-        above = ~betting_passes(y, best, weight, log_threshold)  # bound > best there
-        if not above.any():
+        # Targets whose bound exceeds best: only those can raise it.
+        above = np.concatenate([a + np.flatnonzero(~betting_passes(values(slice(a, a + step)), best, weight,
+                                                                   log_threshold[a:a + step]))
+                                for a in range(0, n_t, step)])
+        if not above.size:
             return best
-        best = max(best, float(_upper(y[above], weight, log_threshold[above]).max()))
+        best = max(best, max(float(_upper(values(above[a:a + step]), weight, log_threshold[above[a:a + step]]).max())
+                             for a in range(0, above.size, step)))
+
+
+def _values_by_block(arr, s, weight, pw=None):
+    """``(slice, draw values)`` of ``_draw_values`` at ``s``, a block of targets at a time."""
+    for idx, block in _target_blocks(arr):
+        yield idx, _draw_values(block, s, weight, None if pw is None else pw[idx])
+
+
+def _max_mean(arr, s, weight, pw=None):
+    """``max_x`` of the mean over draws of the draw values at ``s`` (blockwise)."""
+    return max(float(y.mean(axis=1).max()) for _, y in _values_by_block(arr, s, weight, pw))
 
 
 def _check_draws(owner, arr):
@@ -613,19 +722,16 @@ class CouplingCalibration(NamedTuple):
     confidence: float | None
 
 
-def _point_root(arr, eta, weight, pw=None):
+def _point_root(arr, eta, weight, pw=None, bounds=None):
     """The s at which max_x* mean TV equals eta (continuous, non-increasing in s)."""
     from scipy.optimize import brentq
 
-    bounds = _JensenBounds(arr, pw)
+    bounds = _JensenBounds(arr, pw) if bounds is None else bounds
 
     def excess(log_s):
         return bounds.max_mean(math.exp(log_s), weight) - eta
 
-    def share(mask):  # the (weighted) fraction of each target's distances in mask, maximised
-        return float((mask.mean(axis=2) if pw is None else (mask * pw).sum(axis=2)).mean(axis=1).max())
-
-    floor = weight * share(np.isinf(arr))
+    floor = weight * float(bounds.inf_share.max())
     if floor >= eta:
         raise ValueError(
             f"coupling_noise_scale: {floor / weight:.3g} of some target's swap distances are "
@@ -635,10 +741,10 @@ def _point_root(arr, eta, weight, pw=None):
         )
     # As s -> 0 every positive distance counts fully; if even that meets eta, no noise is
     # needed (the point estimate is then met at s = 0).
-    if weight * share(arr > 0) <= eta:
+    if weight * float(bounds.pos_share.max()) <= eta:
         return 0.0
-    finite = arr[np.isfinite(arr) & (arr > 0) & (True if pw is None else pw > 0)]
-    lo, hi = math.log(finite.min()) - 2.0, math.log(finite.max()) + 2.0
+    lo, hi = (math.log(v) for v in bounds.finite_range)
+    lo, hi = lo - 2.0, hi + 2.0
     while excess(lo) <= 0:
         lo -= 4.0
     while excess(hi) > 0:
@@ -759,9 +865,10 @@ def coupling_noise_scale(
         # min(q, 1-q) * TV <= min(q, 1-q): any scale (even no noise) meets such an eta.
         s0 = 0.0
         return CouplingCalibration(s0, None if confidence is None else weight, weight, s0, confidence)
-    s_point = _point_root(arr, eta, weight, pw)
+    bounds = _JensenBounds(arr, pw)
+    s_point = _point_root(arr, eta, weight, pw, bounds)
     if confidence is None:
-        eta_point = float(_draw_values(arr, s_point, weight, pw).mean(axis=1).max()) if s_point > 0 else 0.0
+        eta_point = _max_mean(arr, s_point, weight, pw) if s_point > 0 else 0.0
         return CouplingCalibration(s_point, None, eta_point, s_point, None)
 
     alpha = _alpha(owner, confidence)
@@ -773,7 +880,8 @@ def coupling_noise_scale(
     n_t, m = arr.shape[0], arr.shape[1]
     shares = _check_shares(owner, target_shares, n_t)
     if bound == "betting":
-        return _betting_scale(arr, eta, weight, alpha, shares, G, s_point, confidence)
+        return _betting_scale(arr, eta, weight, alpha, shares, G, s_point, confidence, bounds)
+    arr = np.asarray(arr, dtype=np.float64)  # Maurer-Pontil reads the whole array
     log_term = _log_terms(shares, alpha)
 
     # As s -> inf each Y_r tends to weight * (its fraction of infinite distances); the
@@ -824,28 +932,27 @@ def coupling_noise_scale(
     return CouplingCalibration(s_hat, float(upper.max()), float(means.max()), s_point, float(confidence))
 
 
-def _betting_scale(arr, eta, weight, alpha, shares, G, s_point, confidence):
+def _betting_scale(arr, eta, weight, alpha, shares, G, s_point, confidence, bounds):
     """coupling_noise_scale with the betting bound: bisection on the fixed grid (monotone)."""
     owner = "coupling_noise_scale"
     n_t, m = arr.shape[0], arr.shape[1]
     log_threshold = _betting_log_thresholds(shares, alpha)
-
-    bounds = _JensenBounds(arr)
 
     def ok(j):
         return bounds.all_pass(2.0 ** (j / G), weight, eta, log_threshold)
 
     # As s -> inf each draw value tends to weight * (its fraction of infinite distances),
     # from above: if the bound fails there, it fails at every s.
-    if not betting_passes(weight * np.isinf(arr).mean(axis=2), eta, weight, log_threshold).all():
+    if not all(betting_passes(weight * np.isinf(block).mean(axis=2), eta, weight, log_threshold[idx]).all()
+               for idx, block in _target_blocks(arr)):
         # With every draw 0 the bound is c (exp(L/m) - 1) / 0.95: below eta iff m exceeds this.
         need = math.floor(log_threshold.max() / math.log1p(BET_FRACTIONS[0] * eta / weight)) + 1
         raise ValueError(
             f"{owner}: with {m} draws per target and {n_t} targets at confidence {confidence}, "
             f"the betting bound cannot reach eta={eta} at any noise scale. Estimate more draws: "
-            f"n_rounds >= {need} is necessary" + (" (and no infinite distances)." if np.isinf(arr).any() else ".")
+            f"n_rounds >= {need} is necessary" + (" (and no infinite distances)." if bounds.inf_share.max() > 0 else ".")
         )
-    smallest = _smallest_positive(arr)
+    smallest = bounds.finite_range[0]
     # Below j_floor every finite positive distance exceeds 2**10 s, where erf(. / sqrt 8) is
     # 1.0 in double precision: the bound no longer changes below it.
     j_floor = math.floor(G * (math.log2(smallest) - 10)) if np.isfinite(smallest) else 0
@@ -866,6 +973,6 @@ def _betting_scale(arr, eta, weight, alpha, shares, G, s_point, confidence):
             else:
                 lo = mid
         s_hat = 2.0 ** (hi / G)
-    y = _draw_values(arr, s_hat, weight)
-    upper = min(float(_betting_max_upper(y, weight, log_threshold)), eta)
-    return CouplingCalibration(s_hat, upper, float(y.mean(axis=1).max()), s_point, float(confidence))
+    upper = bounds.max_upper(s_hat, weight, log_threshold)
+    return CouplingCalibration(s_hat, min(float(upper), eta), bounds.max_mean(s_hat, weight), s_point,
+                               float(confidence))

@@ -19,7 +19,11 @@ class SwapDeltas:
         :math:`\|(\mathcal{A}(D_{out}) - \mathcal{A}(D_{in}))/w\|` for the round's sampled
         :math:`e` (the distances themselves when no more are drawn than kept), or of all
         of them. Rounds are independent.
-        ``inf`` marks a change in a coordinate whose scale is 0.
+        ``inf`` marks a change in a coordinate whose scale is 0. Above
+        ``compact.COMPACT_VALUES`` values (about 20,000 rows at the default 400 rounds) a
+        :class:`~skmip.sensitivity.compact.CompactDistances`: half precision, every value
+        rounded up (at most 0.1% above the distance), decoded to doubles when indexed by
+        target (``distances[i]``) or by ``np.asarray``.
     n_train : int
         :math:`k`, the size of the training subsets.
     engine : str
@@ -70,7 +74,7 @@ class SwapDeltas:
     [0.5, 0.5, 1.0, 1.0, 1.5, 1.5]
     """
 
-    distances: np.ndarray
+    distances: np.ndarray  # or CompactDistances (large n)
     n_train: int
     engine: str
     pairs: str

@@ -66,13 +66,19 @@ def _influence_rounds(seeds, fitter, loss, Xd, y, sample_weight, n, k, p, whiten
     """Several rounds in one job (shape (n, len(seeds), n_keep)): fewer, larger jobs. All
     their fits at once where the batch applies (module docstring), else round by round.
     ``certify``: certified upper bounds instead of estimates (:mod:`.certify`)."""
+    # A cache of exact minimisers of this job's own (exact_cache): jobs that share the
+    # fitter (threads) must not see each other's, or a result would depend on their timing.
+    fitter = copy.copy(fitter)
+    fitter.__dict__["_certified_minimisers"] = {}
     data = (fitter, loss, Xd, y, sample_weight, n, k)
     if _batchable(fitter, newton, all_pairs, k):
         out = _batched_rounds(seeds, *data, p, whitener, n_keep, refine, certify)
         if out is not None:
             return out
-    return np.stack([_influence_round(*data, seed, p, whitener, all_pairs, n_keep, newton, refine, certify)
-                     for seed in seeds], axis=1)
+    out = np.empty((n, len(seeds), n_keep))
+    for i, seed in enumerate(seeds):
+        out[:, i] = _influence_round(*data, seed, p, whitener, all_pairs, n_keep, newton, refine, certify)
+    return out
 
 
 def _batchable(fitter, newton, all_pairs, k):

@@ -105,12 +105,32 @@ def ball_radius(g, c, b):
     with np.errstate(over="ignore", invalid="ignore"):
         z = b * g * np.exp(c)
     ok = np.isfinite(z) & (z < np.exp(-1.0) * (1.0 - 1e-9)) & np.isfinite(g)
-    w = np.where(ok, np.real(lambertw(-np.where(ok, z, 0.0), 0)), 0.0)
+    w = _lambertw0_negative(np.where(ok, z, 0.0))
     rho = g * np.exp(c - w) * (1.0 + _ROOT_SLACK) + 1e-300
     # The fixed point was found in floating point: check the lemma's strict inequality.
     with np.errstate(over="ignore", invalid="ignore"):
         ok &= g * np.exp(c + b * rho) < rho
     return np.where(ok, rho, np.inf)
+
+
+def _lambertw0_negative(z):
+    r""":math:`W_0(-z)` for :math:`0 \le z < 1/e`, elementwise.
+
+    Below ``z = 1/4`` three Halley steps from the series :math:`-z - z^2` (error below
+    :math:`2z^3`: cubic convergence reaches rounding level), in real arithmetic; above it
+    SciPy's complex :func:`~scipy.special.lambertw`. Only speed rests on the accuracy:
+    :func:`ball_radius` checks the lemma's inequality at the radius it returns.
+    """
+    z = np.asarray(z, dtype=np.float64)
+    small = z < 0.25
+    w = np.where(small, -z - z * z, 0.0)
+    for _ in range(3):
+        ew = np.exp(w)
+        f = w * ew + np.where(small, z, 0.0)
+        w = w - f / (ew * (w + 1.0) - (w + 2.0) * f / (2.0 * w + 2.0))
+    if not small.all():
+        w = np.where(small, w, np.real(lambertw(-np.where(small, 0.0, z), 0)))
+    return w
 
 
 class FitCertificate:
@@ -130,6 +150,11 @@ class FitCertificate:
         coordinates (zero-scale coordinates excluded: see docs/coupling.md).
     gsc : float
         The loss's constant :math:`R`.
+    nu : {"eigen", "trace"}
+        How :math:`\nu` is computed (below).
+    leverage : ndarray (k,), optional
+        :math:`x_i^\top K^{-1} x_i` for the rows of ``features``, when the engine has them
+        (``features`` is then not used).
 
     Attributes
     ----------
@@ -142,13 +167,14 @@ class FitCertificate:
         Whitened distance from :math:`\theta_0` to the exact minimiser of :math:`F_H`.
     """
 
-    def __init__(self, hinv, features, residual, whiten, gsc, nu="eigen"):
+    def __init__(self, hinv, features, residual, whiten, gsc, nu="eigen", leverage=None):
         W = whiten(np.eye(hinv.shape[0]))  # rows: whitened images of the unit vectors
         M = W.T @ hinv @ W
         # The largest eigenvalue, or (nu="trace", cheaper) the trace, which bounds it.
         top = np.trace(M) if nu == "trace" else linalg.eigvalsh(0.5 * (M + M.T))[-1]
         self.nu = float(max(top, 0.0))
-        leverage = ((features @ hinv) * features).sum(axis=1)  # x_i' K^-1 x_i
+        if leverage is None:
+            leverage = ((features @ hinv) * features).sum(axis=1)  # x_i' K^-1 x_i
         self.leverage = np.maximum(leverage, 0.0)
         self.lam = float(np.max(leverage)) if np.size(leverage) else 0.0
         self.g0 = float(np.sqrt(max(residual @ hinv @ residual, 0.0)))
@@ -238,38 +264,100 @@ class RowSums:
     :math:`(|S|, n)` product costs at most ``_SUMS_WORK``, else the rows of largest
     leverage and of largest :math:`u_i`); the rest is bounded by Cauchy-Schwarz with
     :math:`\sum_i \ell_i'' h_{ij}^2 \le h_{jj}` and :math:`h_{ij}^2 \le \lambda_i h_{jj}`.
+
+    ``curv``, ``lev`` and ``unorm`` are :math:`\ell_i''`, :math:`\lambda_i` and :math:`u_i`
+    for the rows of ``H`` (in its order). With ``hinv`` every row of ``features`` is summed
+    at once; else the rows are summed as the engine reaches them (:meth:`fill`, from the
+    :math:`\xi_j = K^{-1}x_j` and :math:`h_{jj}` it computed), and rows not yet filled hold
+    NaN (a bound built on them is not finite, so its pair would fall back to an exact
+    solve). Either way the sums are taken a chunk of rows at a time: the temporaries stay
+    small whatever :math:`n`.
     """
 
-    def __init__(self, FH, curv, lev, unorm, features, hinv):
-        k, D = FH.shape
-        n = features.shape[0]
+    def __init__(self, features, H, curv, lev, unorm, hinv=None):
+        k, (n, D) = H.size, features.shape
         self.top = float(unorm.max()) if unorm.size else 0.0
         if k * n * D <= _SUMS_WORK:
             S = np.arange(k)
         else:
             m = min(k, max(D, int(_SUMS_WORK // (n * D))))
-            S = np.union1d(np.argsort(-lev)[: (m + 1) // 2], np.argsort(-unorm)[: m // 2])
-        l, u = curv[S], unorm[S]
-        h = FH[S] @ hinv @ features.T  # (|S|, n)
-        a = np.abs(h)
-        self.reach = a.max(axis=0) if S.size else np.zeros(n)
-        h2 = a * a
-        # Column sums in a fixed order (a BLAS matrix-vector product may round by alignment,
-        # and the distances must not depend on how the rounds were split among jobs).
-        self.quartic = _column_sums(l, h2 * h2)  # to the 4th power for now
-        self.weighted = _column_sums(l * u, h2)  # squared for now
-        self.squared = _column_sums(l * u * u, h2)  # squared for now
-        if S.size < k:
-            rest = np.setdiff1d(np.arange(k), S)
-            hjj = np.maximum(((features @ hinv) * features).sum(axis=1), 0.0)
-            lam_c, u_c = float(lev[rest].max()), float(unorm[rest].max())
-            self.reach = np.maximum(self.reach, np.sqrt(lam_c * hjj))
-            self.quartic = self.quartic + lam_c * hjj**2
-            self.weighted = self.weighted + u_c * hjj
-            self.squared = self.squared + u_c**2 * hjj
-        self.quartic = self.quartic**0.25
-        self.weighted = np.sqrt(self.weighted)
-        self.squared = np.sqrt(self.squared)
+            S = np.union1d(_largest(lev, (m + 1) // 2), _largest(unorm, m // 2))
+        rest = np.ones(k, dtype=bool)
+        rest[S] = False
+        self._split = bool(rest.any())
+        if self._split:
+            self._lam_c, self._u_c = float(lev[rest].max()), float(unorm[rest].max())
+        self._l, self._u, self._xS = curv[S], unorm[S], features[H[S]]
+        self.reach, self.quartic, self.weighted, self.squared = (np.full(n, np.nan) for _ in range(4))
+        if hinv is not None:
+            for rows, xi in _row_images(features, hinv):
+                self.fill(rows, xi, (xi * features[rows]).sum(-1))
+
+    def fill(self, rows, xi, h):
+        """Sum the rows ``rows`` (any shape; ``xi`` their :math:`K^{-1}x_j`, ``h`` their
+        :math:`h_{jj}`) that are not summed yet."""
+        rows = np.asarray(rows).ravel()
+        xi = xi.reshape(rows.size, -1)
+        h = np.asarray(h).ravel()
+        todo = np.isnan(self.reach[rows])
+        if not todo.all():
+            rows, xi, h = rows[todo], xi[todo], h[todo]
+        l, u, xS = self._l, self._u, self._xS
+        width = max(1, _SUMS_ELEMENTS // max(l.size, 1))  # (|S|, width) temporaries
+        for a in range(0, rows.size, width):
+            c = slice(a, a + width)
+            a_S = np.abs(xS @ xi[c].T)  # (|S|, chunk): |h_ij|, i in S
+            reach = a_S.max(axis=0) if l.size else np.zeros(a_S.shape[1])
+            h2 = np.multiply(a_S, a_S, out=a_S)
+            # Column sums in a fixed order (a BLAS matrix-vector product may round by
+            # alignment, and the distances must not depend on how rounds were split).
+            weighted = _column_sums(l * u, h2)  # squared for now
+            squared = _column_sums(l * u * u, h2)  # squared for now
+            quartic = _column_sums(l, np.multiply(h2, h2, out=h2))  # to the 4th power for now
+            if self._split:
+                hjj = np.maximum(h[c], 0.0)
+                lam_c, u_c = self._lam_c, self._u_c
+                reach = np.maximum(reach, np.sqrt(lam_c * hjj))
+                quartic = quartic + lam_c * hjj**2
+                weighted = weighted + u_c * hjj
+                squared = squared + u_c**2 * hjj
+            r = rows[c]
+            self.reach[r] = reach
+            self.quartic[r] = quartic**0.25
+            self.weighted[r] = np.sqrt(weighted)
+            self.squared[r] = np.sqrt(squared)
+
+
+def fit_row_scalars(glm, theta0, H, hinv, whiten):
+    r"""For the rows of ``H`` (in its order): the leverages :math:`x_i^\top K^{-1} x_i`, the
+    whitened norms :math:`\|W K^{-1} x_i\|` and the curvatures :math:`\ell_i''` at the
+    margins :math:`x_i^\top\theta_0`, a chunk of rows at a time."""
+    lev, unorm, curv = np.empty(H.size), np.empty(H.size), np.empty(H.size)
+    for a in range(0, H.size, _SUMS_CHUNK):
+        rows = H[a:a + _SUMS_CHUNK]
+        F = glm.features[rows]
+        xi = F @ hinv
+        lev[a:a + _SUMS_CHUNK] = (F * xi).sum(-1)
+        unorm[a:a + _SUMS_CHUNK] = np.linalg.norm(whiten(xi), axis=-1)
+        curv[a:a + _SUMS_CHUNK] = glm.d2loss(F @ theta0, rows)
+    return lev, unorm, curv
+
+
+def _largest(values, m):
+    """Indices of the ``m`` largest entries of ``values`` (any order)."""
+    if m <= 0:
+        return np.zeros(0, dtype=np.intp)
+    if m >= values.size:
+        return np.arange(values.size)
+    return np.argpartition(-values, m - 1)[:m]
+
+
+def _row_images(features, hinv):
+    """``(rows, K^-1 x_j)`` for every row of ``features``, a chunk at a time."""
+    n = features.shape[0]
+    for a in range(0, n, _SUMS_CHUNK):
+        rows = np.arange(a, min(a + _SUMS_CHUNK, n))
+        yield rows, features[rows] @ hinv
 
 
 def exact_minimiser(features, dloss, d2loss, rows, P, reg_at, start, whiten, gsc):
@@ -322,6 +410,10 @@ _ROW_ELEMENTS = 2**21
 #: Largest |S| n D spent on the exact part of :class:`RowSums` per fit (all of H where k n D
 #: fits; else the D rows, or more within this budget, that dominate the bounds).
 _SUMS_WORK = 3e7
+#: Elements of one (|S|, rows) temporary of :class:`RowSums`, and rows per chunk of
+#: :func:`_row_images` and :func:`fit_row_scalars`.
+_SUMS_ELEMENTS = 2**19
+_SUMS_CHUNK = 2**14
 #: Chord steps of the second stage before its certificate.
 _CHORD_STEPS = 0
 #: Further chord steps for the pairs still loose after those.
@@ -338,18 +430,19 @@ class PairCertifier:
     ``factor`` its Hessian's Cholesky factor, ``P`` the regulariser's Hessian.
     """
 
-    def __init__(self, glm, theta0, reg0, P, hinv, H, residual, whitener, index, cache=None):
+    def __init__(self, glm, theta0, reg0, P, hinv, H, residual, whitener, index, cache=None, rows=None):
         self.glm, self.theta0, self.reg0, self.P, self.hinv, self.H = glm, theta0, reg0, P, hinv, H
         # Exact minimisers by training set (small n repeats them across rounds); the
         # regulariser is the same function for every k-row set (reg0 - theta0 P is constant).
         self.cache = {} if cache is None else cache
         self.reg_const = reg0 - theta0 @ P
         self.whiten = lambda V: whitener.apply(V, index)
-        FH = glm.features[H]
-        self.fit = FitCertificate(hinv, FH, residual, self.whiten, glm.gsc)
-        self.unorm = np.linalg.norm(self.whiten(FH @ hinv), axis=-1)  # ||W K^-1 x_i||, i in H
-        self.curv = glm.d2loss(FH @ theta0, H)
-        self.sums = RowSums(FH, self.curv, self.fit.leverage, self.unorm, glm.features, hinv)
+        # ``rows``: the engine's (leverages, whitened norms, curvatures) of the rows of H; the
+        # row sums are then filled as it reaches the rows (RowSums.fill). Else all computed here.
+        lev, self.unorm, self.curv = fit_row_scalars(glm, theta0, H, hinv, self.whiten) if rows is None else rows
+        self.fit = FitCertificate(hinv, None, residual, self.whiten, glm.gsc, leverage=lev)
+        self.sums = RowSums(glm.features, H, self.curv, self.fit.leverage, self.unorm,
+                            hinv=hinv if rows is None else None)
 
     def bound(self, dist, norms_e, norms_x, c_e, c_x, det, e_rows, x_rows):
         """Closed-form bounds for pairs laid out as ``dist`` (:meth:`FitCertificate.pair_bound`);
@@ -516,6 +609,7 @@ def release_error(block, rows, scale):
     ``scale``: the noise shape. The certified distances assume at most
     :data:`RELEASE_TOL` (:mod:`.certify`); the wrapper checks it before releasing.
     """
+    from .losses import gradient_sum
     from .whitening import _Whitener
 
     whitener = _Whitener(scale)
@@ -523,7 +617,7 @@ def release_error(block, rows, scale):
     hinv = linalg.cho_solve(linalg.cho_factor(K, lower=True, check_finite=False), np.eye(K.shape[0]),
                             check_finite=False)
     F = block.glm.features[rows]
-    residual = block.gradients[rows].sum(axis=0) + block.regularizer_gradient
+    residual = gradient_sum(block, rows) + block.regularizer_gradient
     cert = FitCertificate(hinv, F, residual, lambda V: whitener.apply(V, block.index), block.glm.gsc)
     return cert.out_error
 

@@ -18,6 +18,7 @@ from ._common import _OWNER, _fit_vector
 from ._result import SwapDeltas
 from .exact import _exact_distances
 from .batched import _influence_rounds
+from .compact import COMPACT_VALUES
 from .influence import certifiable
 from .losses import get_smooth_loss
 from .polish import MinimiserFits, SolverFits, _polish
@@ -270,6 +271,8 @@ def estimate_swap_deltas(
     # Values kept per target and round: the Jensen summary of the round's p distances
     # (module docstring), within a memory budget for the whole (n, n_rounds, .) array.
     n_keep = max(1, min(p, summary_size, _MAX_VALUES // (n * n_rounds)))
+    # A large array is kept in half precision, every value rounded up (compact.py).
+    compact = n * n_rounds * n_keep > COMPACT_VALUES
 
     if verbose:
         print(f"{_OWNER}: {n_rounds} rounds, engine={engine!r}, k={k} of n={n}, "
@@ -279,7 +282,7 @@ def estimate_swap_deltas(
             lambda chunk: delayed(_refit_rounds)(
                 chunk, estimator, adapter, X, y, fit_params, n, k, p, whitener, all_pairs, n_keep,
             ),
-            seeds, n_jobs, verbose,
+            seeds, n_jobs, verbose, compact=compact, values_per_round=n * n_keep,
         )
         return SwapDeltas(rounds, k, engine, "all" if all_pairs else "sampled")
     if polish:
@@ -292,7 +295,9 @@ def estimate_swap_deltas(
             chunk, fitter, loss, Xd, yd, sw, n, k, p, whitener, all_pairs, n_keep,
             engine == "newton", refine, certify,
         ),
-        seeds, n_jobs, verbose,
+        # Threads: the rounds are array arithmetic that releases the GIL, and threads share
+        # X and the fits' design instead of copying them into every worker (memory at large n).
+        seeds, n_jobs, verbose, compact=compact, values_per_round=n * n_keep, prefer="threads",
     )
     return SwapDeltas(rounds, k, engine, "all" if all_pairs else "sampled", polished=polish,
                       certified=certify)

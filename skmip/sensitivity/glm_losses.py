@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import _OWNER
-from .losses import GLMTerms, LossBlock, _augment
+from .losses import GLMTerms, LossBlock, RowGradients, _augment, weighted_gram
 
 
 def _tweedie_power(est):
@@ -120,9 +120,9 @@ class _TweedieLoss:
 
         reg = np.zeros(Xa.shape[1])
         reg[:d] = float(est.alpha) * w * len(fit_rows)  # alpha/2 ||w||^2 times sum_H s_i
-        grads = dloss(u0, np.arange(n))[:, None] * Xa
+        grads = RowGradients(Xa, dloss(u0, np.arange(n)))
         curv = d2loss(u0[fit_rows], np.asarray(fit_rows))
-        hess = (Xa[fit_rows].T * curv) @ Xa[fit_rows] + np.diag(reg)
+        hess = weighted_gram(Xa, fit_rows, curv) + np.diag(reg)
         index = np.arange(Xa.shape[1])  # adapter layout: coef_, then the scalar intercept_
         # l'' is a sum of nonnegative exponentials in u with rates 2 - p and 1 - p (or a
         # constant): |l'''| <= max(2 - p, p - 1) l'' (generalised self-concordance).

@@ -6,7 +6,8 @@ import numpy as np
 from scipy import linalg
 
 from ._common import _OWNER
-from .certify import PairCertifier
+from .certify import PairCertifier, fit_row_scalars
+from .losses import gradient_sum
 from .multinomial import _multi_margin_distances
 from .newton import (
     _n_refine,
@@ -35,7 +36,9 @@ def _prepare(block, factor, rows, whitener, newton):
         return {"U": whitener.apply(beta, block.index), "Uraw": whitener.raw(beta, block.index)}
     glm = block.glm
     feats = glm.features[rows]
-    xi = linalg.cho_solve(factor, feats.T, check_finite=False).T
+    # xi_i = K^-1 x_i through the (D, D) inverse: one matrix product (a triangular solve
+    # with n right-hand sides is several times slower), as the batched engine does.
+    xi = feats @ linalg.cho_solve(factor, np.eye(feats.shape[1]), check_finite=False)
     return _glm_rows(feats, xi, glm.margins[rows], np.asarray(rows), glm, whitener, block.index)
 
 
@@ -135,12 +138,64 @@ def certifiable(blocks, newton, whitener):
             and blocks[0].glm.gsc is not None and not whitener.zero.any())
 
 
-def _certifier(block, factor, fitter, H, whitener):
-    hinv = linalg.cho_solve(factor, np.eye(block.theta.size), check_finite=False)
-    residual = block.gradients[H].sum(axis=0) + block.regularizer_gradient
+def _certifier(block, hinv, fitter, H, whitener, prep=None):
+    """The fit's :class:`~.certify.PairCertifier`. ``prep`` = (H side, target side) of
+    :func:`_prepare`: the rows' quantities the engine computed, all summed at once; without
+    it the H side's scalars are computed here and the row sums filled as the rows come."""
+    residual = gradient_sum(block, H) + block.regularizer_gradient
     P = fitter.regulariser_hessian(block, H)
-    return PairCertifier(block.glm, block.theta, block.regularizer_gradient, P, hinv, np.asarray(H),
-                         residual, whitener, block.index, cache=exact_cache(fitter))
+    if prep is None:
+        rows = fit_row_scalars(block.glm, block.theta, H, hinv, lambda V: whitener.apply(V, block.index))
+    else:
+        pe, px = prep
+        rows = (pe["h"], _norms(pe), pe["d2"])
+    cert = PairCertifier(block.glm, block.theta, block.regularizer_gradient, P, hinv, np.asarray(H),
+                         residual, whitener, block.index, cache=exact_cache(fitter), rows=rows)
+    if prep is not None:
+        for side in prep:
+            cert.sums.fill(side["rows"], side["xi"], side["h"])
+    return cert
+
+
+def _glm_prep(glm, rows, hinv, whitener, index):
+    """:func:`_glm_rows` for ``rows`` (any shape) of a generalised-linear block."""
+    feats = glm.features[rows]
+    return _glm_rows(feats, feats @ hinv, glm.margins[rows], rows, glm, whitener, index)
+
+
+def _streamed_pairs(block, factor, fitter, H, targets, pos, whitener, certify, refine):
+    """Distances (T, p) of the sampled pairs of one fit of one generalised-linear block.
+
+    The per-row quantities of the targets and of their sampled e (positions ``pos`` in
+    ``H``) are formed a chunk of targets at a time, so the fit's memory is O(chunk D) and
+    the rows' scalars, not O(n D): the same arithmetic as :func:`_prepare` on all rows.
+    """
+    glm, index = block.glm, block.index
+    hinv = linalg.cho_solve(factor, np.eye(block.theta.size), check_finite=False)
+    cert = _certifier(block, hinv, fitter, H, whitener) if certify else None
+    T, p = pos.shape
+    dist = np.empty((T, p))
+    width = max(1, _GATHER_ELEMENTS // (p * glm.features.shape[1]))
+    for a in range(0, T, width):
+        c = slice(a, a + width)
+        px = _glm_prep(glm, targets[c], hinv, whitener, index)
+        pe = _glm_prep(glm, H[pos[c]], hinv, whitener, index)
+        if cert is not None:
+            cert.sums.fill(px["rows"], px["xi"], px["h"])
+            cert.sums.fill(pe["rows"], pe["xi"], pe["h"])
+        side = ({key: pe[key] for key in _E_KEYS}, {key: px[key][:, None] for key in _X_KEYS}, glm)
+        if cert is not None:
+            dist[c] = _certified_matched(cert, side, whitener)
+        else:
+            dist[c] = _matched_distances([side], whitener, True)
+    n_refine = _n_refine(refine if cert is None else 0.0, T)
+    if n_refine:
+        top = np.argsort(-dist.mean(axis=1))[:n_refine]
+        px = _glm_prep(glm, targets[top], hinv, whitener, index)
+        P = fitter.regulariser_hessian(block, H)
+        better, ok = _refine_fit(block, factor, P, H, px, np.arange(top.size), H[pos[top]], whitener)
+        dist[top[ok]] = better[ok]
+    return dist
 
 
 def exact_cache(fitter):
@@ -176,11 +231,13 @@ def _influence_round(fitter, loss, Xd, y, sample_weight, n, k, seed, p, whitener
         preps, factors = [], []
         step = np.zeros(theta.size)
         multi = newton and blocks[0].multi is not None  # K margins per row: multinomial.py
+        # Sampled pairs of one generalised-linear block (the default): streamed by chunks.
+        stream = newton and not all_pairs and not multi and len(blocks) == 1 and blocks[0].glm is not None
         for b in blocks:
             factor = _factor(b)
             factors.append(factor)
             step[b.index] = _solver_step(b, factor, H)
-            if not multi:
+            if not multi and not stream:
                 preps.append((_prepare(b, factor, H, whitener, newton), _prepare(b, factor, targets, whitener, newton), b.glm))
         # Zero-scale coordinates are left out of the solver check (they carry no noise).
         step[whitener.zero] = 0.0
@@ -193,8 +250,16 @@ def _influence_round(fitter, loss, Xd, y, sample_weight, n, k, seed, p, whitener
             out[targets] = _jensen_summary(dist, n_keep)
             _check_solver_error(solver_error, out[targets], k)
             continue  # --- end hook ---
+        if stream:
+            if targets.size:
+                pos = rng.integers(0, k, size=(targets.size, p))  # positions in H of each target's e
+                dist = _streamed_pairs(blocks[0], factors[0], fitter, H, targets, pos, whitener, certify, refine)
+                out[targets] = _jensen_summary(dist, n_keep)
+            _check_solver_error(solver_error, out[targets], k)
+            continue
         # Certified distances replace the (uncertified) refinement of the most exposed targets.
-        cert = _certifier(blocks[0], factors[0], fitter, H, whitener) if certify else None
+        cert = _certifier(blocks[0], linalg.cho_solve(factors[0], np.eye(blocks[0].theta.size), check_finite=False),
+                          fitter, H, whitener, preps[0][:2]) if certify else None
         # Refining the most exposed targets needs one generalised-linear block.
         n_refine = _n_refine(refine if (newton and len(blocks) == 1 and cert is None) else 0.0, targets.size)
         P = fitter.regulariser_hessian(blocks[0], H) if n_refine else None

@@ -11,6 +11,7 @@ squared hinge (:mod:`.svm_losses`); :func:`register_smooth_loss` adds others.
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable
 from typing import NamedTuple, Protocol, runtime_checkable
 
@@ -67,8 +68,9 @@ class LossBlock(NamedTuple):
     theta : ndarray of shape (D_b,)
         :math:`\hat\theta_H` in the block's coordinates; checked against the adapter's
         vector at ``index``, which catches a layout mismatch.
-    gradients : ndarray of shape (n_samples, D_b)
-        :math:`\nabla\ell_i(\hat\theta_H)` for *every* row of :math:`\mathcal{D}`.
+    gradients : ndarray of shape (n_samples, D_b) or RowGradients
+        :math:`\nabla\ell_i(\hat\theta_H)` for *every* row of :math:`\mathcal{D}` (built-in
+        generalised-linear losses give a :class:`RowGradients`, formed on demand).
     hessian : ndarray of shape (D_b, D_b)
         :math:`\nabla^2 F_H(\hat\theta_H)`, positive definite.
     regularizer_gradient : ndarray of shape (D_b,)
@@ -89,6 +91,60 @@ class LossBlock(NamedTuple):
     multi: MultiMarginTerms | None = None
 
 
+class RowGradients:
+    r"""The rows' gradients :math:`\ell_i'(u_i)\,\tilde x_i` of a generalised-linear block,
+    formed on demand: indexing rows returns their ``(len(rows), D_b)`` array, and
+    ``np.asarray`` all of them; :meth:`sum_rows` sums rows a chunk at a time. The influence
+    engines use only sums over fit sets, so no ``(n, D_b)`` array is stored per fit.
+    """
+
+    #: Rows per chunk of :meth:`sum_rows`.
+    _CHUNK = 2**14
+
+    def __init__(self, features, d1):
+        self.features, self.d1 = features, d1
+        self.shape = features.shape
+        self.ndim = 2
+
+    def __getitem__(self, rows):
+        return self.d1[rows][..., None] * self.features[rows]
+
+    def __array__(self, dtype=None, copy=None):
+        out = self.d1[:, None] * self.features
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def __len__(self):
+        return self.shape[0]
+
+    @property
+    def T(self):
+        return np.asarray(self).T
+
+    def sum(self, axis=None):
+        """As ``np.asarray(self).sum(axis)``; over the rows (axis 0) without forming them all."""
+        if axis == 0:
+            return self.sum_rows(np.arange(self.shape[0]))
+        return np.asarray(self).sum(axis=axis)
+
+    def sum_rows(self, rows):
+        """The sum of the gradients of ``rows``: the derivatives of the other rows set to 0,
+        then contiguous chunks of the design (no gather of the rows), elementwise products
+        and an ordered sum (the same rounding whatever the memory layout)."""
+        w = np.zeros(self.shape[0])
+        w[rows] = self.d1[rows]
+        total = np.zeros(self.shape[1])
+        for a in range(0, w.size, self._CHUNK):
+            total += np.add.reduce(w[a:a + self._CHUNK, None] * self.features[a:a + self._CHUNK], axis=0)
+        return total
+
+
+def gradient_sum(block, rows):
+    r""":math:`\sum_{i \in rows} \nabla\ell_i` of a :class:`LossBlock` (array or
+    :class:`RowGradients` gradients)."""
+    grads = block.gradients
+    return grads.sum_rows(rows) if isinstance(grads, RowGradients) else grads[rows].sum(axis=0)
+
+
 @runtime_checkable
 class SmoothLoss(Protocol):
     """The objective an estimator minimises, for the influence engines.
@@ -104,8 +160,53 @@ class SmoothLoss(Protocol):
     def blocks(self, estimator, X, y, fit_rows, sample_weight) -> list[LossBlock]: ...
 
 
+#: The last augmented design: ``(weak reference to X, X's shape, Xa)``. The engines call
+#: ``blocks`` once per fit on the same X; one copy of it with a column of ones serves all.
+_AUGMENTED = [None]
+
+
 def _augment(X, fit_intercept):
-    return np.hstack([X, np.ones((X.shape[0], 1))]) if fit_intercept else X
+    """``X`` with a column of ones appended (``fit_intercept``), read-only; the same array
+    again for the same, unchanged ``X`` while it lives (an ``(n, d+1)`` copy per fit would
+    dominate the memory of the rounds at large n)."""
+    if not fit_intercept:
+        return X
+    cached = _AUGMENTED[0]
+    # Checked against X's values too (one pass, no allocation): X may have been changed in place.
+    if cached is not None and cached[0]() is X and cached[1] == X.shape and np.array_equal(cached[2][:, :-1], X):
+        return cached[2]
+    Xa = np.hstack([X, np.ones((X.shape[0], 1))])
+    Xa.flags.writeable = False
+    try:
+        ref = weakref.ref(X)
+    except TypeError:  # an object without weak references: no caching
+        return Xa
+    _AUGMENTED[0] = (ref, X.shape, Xa)
+    # Forget it with X, so that no copy of the data outlives the fit.
+    weakref.finalize(X, _forget_augmented, ref)
+    return Xa
+
+
+def _forget_augmented(ref):
+    cached = _AUGMENTED[0]
+    if cached is not None and cached[0] is ref:
+        _AUGMENTED[0] = None
+
+
+def weighted_gram(Xa, rows, weights):
+    r""":math:`\sum_{i \in rows} w_i x_i x_i^\top` (``weights`` aligned with ``rows``), a
+    chunk of rows at a time (no ``(len(rows), D)`` temporary at large n)."""
+    rows = np.asarray(rows)
+    weights = np.broadcast_to(np.asarray(weights, dtype=np.float64), rows.shape)
+    out = np.zeros((Xa.shape[1], Xa.shape[1]))
+    for a in range(0, rows.size, _GRAM_CHUNK):
+        F = Xa[rows[a:a + _GRAM_CHUNK]]
+        out += (F.T * weights[a:a + _GRAM_CHUNK]) @ F
+    return out
+
+
+#: Rows per chunk of :func:`weighted_gram`.
+_GRAM_CHUNK = 2**15
 
 
 def _weights(n, sample_weight):
@@ -187,9 +288,9 @@ class _LogisticLoss:
                 return cs[rows] * p * (1.0 - p)
 
             all_rows = np.arange(n)
-            grads = dloss(u0, all_rows)[:, None] * Xa
+            grads = RowGradients(Xa, dloss(u0, all_rows))
             curv = d2loss(u0[fit_rows], fit_rows)
-            hess = (Xa[fit_rows].T * curv) @ Xa[fit_rows] + np.diag(reg)
+            hess = weighted_gram(Xa, fit_rows, curv) + np.diag(reg)
             index = np.arange(d) if not fit_intercept else np.r_[np.arange(d), n_coef]
             # l'' = c p (1 - p), l''' = c p (1 - p)(1 - 2p): |l'''| <= l'' (R = 1).
             glm = GLMTerms(Xa, u0, dloss, d2loss, gsc=1.0)
@@ -260,7 +361,7 @@ class _LeastSquaresLoss:
         intercept = np.broadcast_to(np.asarray(est.intercept_, dtype=np.float64).ravel(), (n_out,))
         alpha = np.broadcast_to(np.asarray(getattr(est, "alpha", 0.0), dtype=np.float64).ravel(), (n_out,))
         n_coef = coef.size
-        gram = (Xa[fit_rows].T * (2.0 * s[fit_rows])) @ Xa[fit_rows]
+        gram = weighted_gram(Xa, fit_rows, 2.0 * s[fit_rows])
         out = []
         for t in range(n_out):
             theta = np.r_[coef[t], intercept[t]] if fit_intercept else coef[t]
@@ -273,7 +374,7 @@ class _LeastSquaresLoss:
             def d2loss(u, rows):
                 return np.broadcast_to(2.0 * s[rows], np.shape(u))
 
-            grads = dloss(u0, np.arange(n))[:, None] * Xa
+            grads = RowGradients(Xa, dloss(u0, np.arange(n)))
             reg = np.zeros(da)
             reg[:d] = 2.0 * alpha[t]
             index = t * d + np.arange(d)

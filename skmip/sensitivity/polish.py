@@ -11,7 +11,7 @@ from skmip._rows import n_rows
 from skmip.params import get_adapter
 
 from ._common import _OWNER, _fit_vector
-from .losses import get_smooth_loss
+from .losses import get_smooth_loss, gradient_sum
 from .stacks import _cho_inverse, _cholesky, _data_hessian, _solve_pos
 
 #: Below this many flops per Hessian (k D^2), Newton's method is cheaper than chord steps.
@@ -117,7 +117,7 @@ def polish_to_minimiser(fitted, X, y=None, *, sample_weight=None, params="auto")
 def _solver_step(block, factor, fit_rows):
     """Newton step H^-1 grad F_H(theta_H): how far the fit is from the minimiser of the
     declared objective (solver tolerance, or a wrong objective)."""
-    grad = block.gradients[fit_rows].sum(axis=0) + block.regularizer_gradient
+    grad = gradient_sum(block, fit_rows) + block.regularizer_gradient
     return linalg.cho_solve(factor, grad, check_finite=False)
 
 
@@ -232,6 +232,56 @@ class SolverFits:
         return _regulariser_hessian(block, rows)
 
 
+class _StackRows:
+    """The rows ``rows`` (B, k) of ``features`` (n, D), for the products of the chord steps.
+
+    Gathered once into a (B, k, D) array where that holds at most ``_STACK_ELEMENTS``
+    values; else read a chunk of rows at a time (no copy of the fit's rows at large k:
+    the products cost the same, the memory stays O(chunk D)).
+    """
+
+    def __init__(self, features, rows):
+        self.features, self.rows = features, rows
+        self.F = features[rows] if rows.size * features.shape[1] <= _STACK_ELEMENTS else None
+
+    def _chunks(self, sel):
+        rows = self.rows[sel]
+        if self.F is not None:
+            yield slice(None), self.F[sel]
+            return
+        width = max(1, _STACK_ELEMENTS // (rows.shape[0] * self.features.shape[1]))
+        for a in range(0, rows.shape[1], width):
+            c = slice(a, a + width)
+            yield c, self.features[rows[:, c]]
+
+    def margins(self, th, sel=slice(None)):
+        """``F @ th`` per problem: (B', k) for ``th`` (B', D) and the problems ``sel``."""
+        if self.F is not None:
+            return (self.F[sel] @ th[..., None])[..., 0]
+        out = np.empty(self.rows[sel].shape)
+        for c, F in self._chunks(sel):
+            out[:, c] = (F @ th[..., None])[..., 0]
+        return out
+
+    def transposed_times(self, d):
+        """``F' d`` per problem: (B, D) for ``d`` (B, k)."""
+        if self.F is not None:
+            return (np.swapaxes(self.F, 1, 2) @ d[..., None])[..., 0]
+        out = np.zeros((self.rows.shape[0], self.features.shape[1]))
+        for c, F in self._chunks(slice(None)):
+            out += (np.swapaxes(F, 1, 2) @ d[:, c, None])[..., 0]
+        return out
+
+    def gram(self, w, sel=slice(None)):
+        """``sum_i w_i x_i x_i'`` per problem (:func:`~.stacks._data_hessian`)."""
+        if self.F is not None:
+            return _data_hessian(self.F[sel], w)
+        out = 0.0
+        for c, F in self._chunks(sel):
+            out = out + _data_hessian(F, w[:, c])
+        return out
+
+
 class MinimiserFits(SolverFits):
     r"""Fits that *are* the exact minimiser, from a warm start, without the estimator's solver.
 
@@ -282,15 +332,14 @@ class MinimiserFits(SolverFits):
         theta = np.tile(self.theta, (B, 1))
         ok = np.ones(B, dtype=bool)
         for index, factor, P, r0, glm in self.chord:
-            F = glm.features[rows]  # (B, k, D)
+            F = _StackRows(glm.features, rows)  # (B, k, D), gathered or read by chunks
 
             def gradient(th, F=F, P=P, r0=r0, glm=glm):
-                margins = (F @ th[..., None])[..., 0]
-                return (np.swapaxes(F, 1, 2) @ glm.dloss(margins, rows)[..., None])[..., 0] + th @ P + r0
+                return F.transposed_times(glm.dloss(F.margins(th), rows)) + th @ P + r0
 
             # Newton from the start where a Hessian is cheap; chord steps first where not.
             th, previous = theta[:, index], np.full(B, np.inf)
-            lagged = F.shape[1] * F.shape[2] ** 2 > _CHORD_MIN_WORK
+            lagged = rows.shape[1] * glm.features.shape[1] ** 2 > _CHORD_MIN_WORK
             newton = np.full(B, not lagged)
             # Where a Hessian is dear, Newton's method keeps each one while its steps shrink
             # at least 4 times (Shamanskii's variant: such a step costs O(kD), not O(kD^2)).
@@ -300,15 +349,15 @@ class MinimiserFits(SolverFits):
             for _ in range(max_iter):
                 step = np.zeros_like(th)
                 if np.any(newton & active) and not lagged:
-                    curv = glm.d2loss((F @ th[..., None])[..., 0], rows)
-                    step, solved = _solve_pos(_data_hessian(F, curv) + P, grad, newton & active)
+                    curv = glm.d2loss(F.margins(th), rows)
+                    step, solved = _solve_pos(F.gram(curv) + P, grad, newton & active)
                     ok &= solved | ~(newton & active)
                     active &= ok
                 elif np.any(newton & active):
                     need = newton & active & ~current
                     if np.any(need):
-                        curv = glm.d2loss((F[need] @ th[need][..., None])[..., 0], rows[need])
-                        chol, solved = _cholesky(_data_hessian(F[need], curv) + P, np.ones(int(need.sum()), dtype=bool))
+                        curv = glm.d2loss(F.margins(th[need], need), rows[need])
+                        chol, solved = _cholesky(F.gram(curv, need) + P, np.ones(int(need.sum()), dtype=bool))
                         kept[need] = _cho_inverse(chol)
                         ok[need] &= solved
                         current |= need

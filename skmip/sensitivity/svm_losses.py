@@ -48,7 +48,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import _OWNER
-from .losses import GLMTerms, LossBlock, _augment, _check_fixed_class_weight, _weights
+from .losses import GLMTerms, LossBlock, RowGradients, _augment, weighted_gram, _check_fixed_class_weight, _weights
 
 
 class _SquaredHingeLoss:
@@ -103,9 +103,9 @@ class _SquaredHingeLoss:
             def d2loss(u, rows, t=t, cs_c=cs_c):
                 return 2.0 * cs_c[rows] * (t[rows] * u < 1.0)
 
-            grads = dloss(u0, np.arange(n))[:, None] * Xa
+            grads = RowGradients(Xa, dloss(u0, np.arange(n)))
             curv = d2loss(u0[fit_rows], fit_rows)
-            hess = (Xa[fit_rows].T * curv) @ Xa[fit_rows] + np.diag(reg)
+            hess = weighted_gram(Xa, fit_rows, curv) + np.diag(reg)
             index = c * d + np.arange(d)
             if fit_intercept:
                 index = np.r_[index, coef.size + c]

@@ -69,7 +69,10 @@ def outlying_records(distances):
     percentile of all records' means, and ``ratio`` is the largest mean over that percentile.
     Needs at least 100 records (below that the 99th percentile is the maximum itself).
     """
-    per_row = np.asarray(distances, dtype=float).reshape(len(distances), -1).mean(axis=1)
+    if hasattr(distances, "blocks"):  # the rounds' compact store, read a block at a time
+        per_row = np.concatenate([block.reshape(len(block), -1).mean(axis=1) for _, block in distances.blocks()])
+    else:
+        per_row = np.asarray(distances, dtype=float).reshape(len(distances), -1).mean(axis=1)
     if per_row.size < 100:
         return None
     p99 = float(np.quantile(per_row, 0.99))

@@ -131,7 +131,7 @@ class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
         and randomness) and keeps its promise by post-processing (Theorem 3). ``X`` may
         then be a DataFrame with string, categorical and missing values; the estimator (or
         its pipeline) must accept what the synthesizer returns (a DataFrame of the same
-        columns). docs/any_estimator.md.
+        columns). docs/pipelines.md ("Any estimator: training on MIP synthetic data").
     confidence : float or None, default=0.95
         Coupling calibration: probability that the estimated swap distances do not
         understate the bound (a betting confidence bound per row, Waudby-Smith & Ramdas,
