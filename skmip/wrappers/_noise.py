@@ -85,22 +85,21 @@ class CouplingNoise:
     """Gaussian noise s * L z (or s * w * z) with s the smallest scale whose coupling bound
     meets eta, for a shape L (or w) fixed given the dataset."""
 
-    def __init__(self, wrapper, scale, deltas, shares=None):
+    def __init__(self, wrapper, scale, deltas, shares=None, etas=()):
         self.scale, self.confidence = scale, wrapper.confidence
-        self._distances = deltas.distances
-        self._shares = shares  # alpha per record (design_target_shares); None: even
-        self._train_fraction = deltas.train_fraction
         self.engine = deltas.engine
         self.certified = deltas.certified  # proven upper bounds (or exact), not estimates
-        self._calibrations = {}  # eta -> calibration: a path repeats eta for fresh draws
+        # eta -> calibration, each distinct eta once (a path repeats eta for fresh draws).
+        # All are computed here, so the swap distances (per-record sensitivities of private
+        # rows, and at large n the biggest array of the fit) are not kept.
+        self._calibrations = {
+            eta: coupling_noise_scale(deltas.distances, eta, confidence=self.confidence,
+                                      train_fraction=deltas.train_fraction, target_shares=shares)
+            for eta in dict.fromkeys(etas)
+        }
 
     def draw(self, eta, rng):
-        cal = self._calibrations.get(eta)
-        if cal is None:
-            cal = self._calibrations[eta] = coupling_noise_scale(
-                self._distances, eta, confidence=self.confidence, train_fraction=self._train_fraction,
-                target_shares=self._shares,
-            )
+        cal = self._calibrations[eta]
         noise = sample_gaussian_noise(self.scale, cal.noise_scale, random_state=rng)
         return noise, {
             "noise_scale_": float(cal.noise_scale),

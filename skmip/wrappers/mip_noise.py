@@ -569,7 +569,12 @@ def _fit_path(wrapper, X, y, etas, fit_params):
     estimator = fix_inner_random_state(clone(wrapper.estimator if route is None else route.last), inner_seed)
     adapter = get_adapter(estimator, wrapper.params)
 
-    X_train = X if train_rows is None else _safe_indexing(X, train_rows)
+    def rows_of_train():
+        return X if train_rows is None else _safe_indexing(X, train_rows)
+
+    # X's D_train rows are copied only when needed (after the calibration, by default): at
+    # large n the copy would sit beside the calibration's own memory for nothing.
+    X_train = None
     y_train = None if y is None else (y if train_rows is None else _safe_indexing(y, train_rows))
     classes = None
     if is_classifier(wrapper):
@@ -586,6 +591,7 @@ def _fit_path(wrapper, X, y, etas, fit_params):
     if wrapper.sigma_from == "dataset" and train_rows is not None:
         sigma_X, sigma_y, split_size = X, y, n_train
     else:
+        X_train = rows_of_train()
         sigma_X, sigma_y, split_size = X_train, y_train, n_train // 2
     sigma_fit_params = fit_params if sigma_X is X else subset_fit_params(fit_params, train_rows, n)
     method = resolve_method(wrapper.method, estimator, wrapper.params)
@@ -693,13 +699,15 @@ def _fit_path(wrapper, X, y, etas, fit_params):
                 "coupling_eta_upper_ are None and coupling_eta_point_ is an estimate.",
                 PrivacyWarning, stacklevel=4,
             )
-        noise_law = CouplingNoise(wrapper, scale, deltas, shares)
+        noise_law = CouplingNoise(wrapper, scale, deltas, shares, etas)
         polish, certified = deltas.polished, deltas.certified
         del deltas, shares  # per-row sensitivities of private rows: never kept
     else:
         noise_law, polish, certified = MomentsNoise(wrapper, sigma), False, False
 
     _log(wrapper, f"fitting the estimator on D_train ({n_train} rows)")
+    if X_train is None:
+        X_train = rows_of_train()
     base = fit_on_rows(estimator, X, y, train_rows, fit_params)
     if polish:
         # The swap distances describe the exact minimiser of the objective: release it.
