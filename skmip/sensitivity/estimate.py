@@ -20,7 +20,7 @@ from .exact import _exact_distances
 from .batched import _influence_rounds
 from .compact import COMPACT_VALUES
 from .influence import certifiable
-from .losses import get_smooth_loss
+from .losses import augmented_design_cache, get_smooth_loss
 from .polish import MinimiserFits, SolverFits, _polish
 from .refit import _refit_rounds
 from .rounds import _SUMMARY_SIZE, _check_round_classes, _resolve_k, run_rounds
@@ -195,6 +195,13 @@ def estimate_swap_deltas(
     refine = check_interval(_OWNER, "refine", refine, 0.0, 1.0, why="It is a fraction of the targets of each fit.")
     whitener = _Whitener(scale)
 
+    with augmented_design_cache():  # one augmented copy of X for all the fits (losses.py)
+        return _estimate(estimator, X, y, n, k, n_rounds, summary_size, refine, whitener, engine, pairs_per_target,
+                         polish, certify, params, random_state, n_jobs, verbose, fit_params)
+
+
+def _estimate(estimator, X, y, n, k, n_rounds, summary_size, refine, whitener, engine, pairs_per_target,
+              polish, certify, params, random_state, n_jobs, verbose, fit_params):
     rng = resolve_rng(random_state)
     estimator = fix_inner_random_state(clone(estimator), draw_seed(rng))
     adapter = get_adapter(estimator, params)

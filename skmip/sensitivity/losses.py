@@ -10,6 +10,7 @@ squared hinge (:mod:`.svm_losses`); :func:`register_smooth_loss` adds others.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import weakref
 from collections.abc import Callable
@@ -160,17 +161,35 @@ class SmoothLoss(Protocol):
     def blocks(self, estimator, X, y, fit_rows, sample_weight) -> list[LossBlock]: ...
 
 
-#: The last augmented design: ``(weak reference to X, X's shape, Xa)``. The engines call
-#: ``blocks`` once per fit on the same X; one copy of it with a column of ones serves all.
+#: The last augmented design, ``(weak reference to X, X's shape, Xa)``, kept while a
+#: :func:`augmented_design_cache` is open: the engines call ``blocks`` once per fit on the
+#: same X, and one copy of it with a column of ones then serves all.
 _AUGMENTED = [None]
+_CACHE_OPEN = [0]
+
+
+@contextlib.contextmanager
+def augmented_design_cache():
+    """Within it, :func:`_augment` returns one read-only augmented copy per (unchanged) X
+    instead of a fresh copy per call (an ``(n, d+1)`` copy per fit would dominate the memory
+    of the rounds at large n); on leaving it the copy is dropped."""
+    _CACHE_OPEN[0] += 1
+    try:
+        yield
+    finally:
+        _CACHE_OPEN[0] -= 1
+        if not _CACHE_OPEN[0]:
+            _AUGMENTED[0] = None
 
 
 def _augment(X, fit_intercept):
-    """``X`` with a column of ones appended (``fit_intercept``), read-only; the same array
-    again for the same, unchanged ``X`` while it lives (an ``(n, d+1)`` copy per fit would
-    dominate the memory of the rounds at large n)."""
+    """``X`` with a column of ones appended (``fit_intercept``); inside an
+    :func:`augmented_design_cache`, the same read-only array again for the same, unchanged
+    ``X``."""
     if not fit_intercept:
         return X
+    if not _CACHE_OPEN[0]:
+        return np.hstack([X, np.ones((X.shape[0], 1))])
     cached = _AUGMENTED[0]
     # Checked against X's values too (one pass, no allocation): X may have been changed in place.
     if cached is not None and cached[0]() is X and cached[1] == X.shape and np.array_equal(cached[2][:, :-1], X):
