@@ -622,9 +622,9 @@ def _round_counts(candidates, weights, drawn, marginals, shapes, iterations=None
     greedy exchange: each round, every candidate is scored by its summed residual over its
     cells (the gradient), one copy of each of the ``k`` most over-represented drawn
     candidates is traded for one copy of each of the ``k`` most under-represented
-    candidates, and the trade is kept only when the loss falls (``k``, from ``n/100``, then
-    doubles up to ``n/100``; it halves otherwise, and the search stops at ``k = 1`` without a
-    gain or after ``iterations`` rounds). The loss never rises. Deterministic given
+    candidates, and the trade is kept only when the loss falls. ``k`` starts at ``n/100``,
+    doubles (up to that) after a kept trade and halves after a rejected one; the search
+    stops when a trade with ``k = 1`` is rejected or after ``iterations`` rounds. The loss never rises. Deterministic given
     ``drawn``, and uses the release only through ``w``: post-processing (Theorem 3).
     """
     iterations = _ROUND_ITERATIONS if iterations is None else iterations
