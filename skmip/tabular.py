@@ -93,8 +93,8 @@ class MIPTabularSynthesizer(BaseEstimator):
         (:func:`~skmip.marginals.select_pairs`, AIM's rule computed on D alone, so free
         under Definition 1). Samples then fit every table by least squares. On adult
         (eta = 0.1, all 14 columns and the label) ``"select"`` releases 65-67 tables and
-        lowers the mean 2-way total variation from D from 0.045 (``"tree"``) to 0.0303, with
-        HistGradientBoosting on the samples 1.7-2.0 points below the real half
+        lowers the mean 2-way total variation from D from 0.045 (``"tree"``) to 0.0295, with
+        HistGradientBoosting on the samples 1.5-2.0 points below the real half
         (``docs/synthetic.md``); the fit takes longer (35-60 s against 8-27 s there), as the
         exact calibration compares every pair of records on every table.
     n_bins : int, default=10

@@ -12,7 +12,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skmip import DPMarginalSynthesizer, MIPMarginalSynthesizer, PrivacyWarning
 from skmip.bounds import coupling_eta
-from skmip.marginals import _consistent_tables, chow_liu_tree, select_pairs
+from skmip.marginals import (_consistent_tables, _round_counts, _rounding_marginals, _systematic_resample,
+                             chow_liu_tree, select_pairs)
 from skmip.sensitivity import marginal_swap_deltas
 
 pytestmark = pytest.mark.filterwarnings("ignore::skmip.exceptions.PrivacyWarning")
@@ -147,6 +148,35 @@ def test_cycles_are_fitted_by_least_squares():
                 q = np.mean((samples[:, 0] == u) & (samples[:, 2] == v))
                 within.append(abs(p - q) < 4 * np.sqrt(p * (1 - p) / n_s + p * (1 - p) / n) + 1e-9)
         assert all(within) == expect_match
+
+
+def test_rounding_never_moves_the_draw_away_from_the_weighted_candidates():
+    # _round_counts keeps an exchange only when the squared distance between the draw's
+    # tables and the weighted candidates' falls, so the result is never further than the
+    # systematic draw it starts from; it keeps the number of records and the candidates.
+    rng = np.random.default_rng(7)
+    candidates = rng.integers(0, 3, size=(3000, 4))
+    weights = rng.random(3000) ** 3
+    weights /= weights.sum()
+    tables = _rounding_marginals([(0, 1), (1, 2, 3)], 4)
+    assert tables[:2] == [(0, 1), (1, 2, 3)] and (0, 2) in tables and (1, 2) in tables and len(tables) == 7
+    shapes = [(3,) * len(m) for m in tables]
+
+    def distance(drawn):
+        total = 0.0
+        for m, s in zip(tables, shapes):
+            cell = np.ravel_multi_index(tuple(candidates[:, j] for j in m), s)
+            size = int(np.prod(s))
+            r = np.bincount(cell[drawn], minlength=size) / drawn.size - np.bincount(cell, weights=weights, minlength=size)
+            total += float(r @ r)
+        return total
+
+    for n in (1, 7, 500):
+        drawn = _systematic_resample(candidates, weights, n, rng)
+        rounded = _round_counts(candidates, weights, drawn, tables, shapes)
+        assert rounded.shape == (n,) and rounded.min() >= 0 and rounded.max() < 3000
+        assert distance(rounded) <= distance(drawn)
+    assert distance(rounded) < distance(drawn)  # and it does move it (n = 500)
 
 
 def test_string_columns_are_categories():
