@@ -36,6 +36,10 @@ _SAMPLED_PAIRS = 8
 #: scale (breast cancer: that of 8; a 3,000-row adult subsample: within a few percent) at a
 #: fraction of the certification's cost (docs/coupling.md, "Certified distances").
 _CERTIFIED_PAIRS = 2
+#: ... and from this many rows on, 1: the confidence width is then set by the union bound's
+#: ln(n) term, not by the spread over e (30,000 rows x 20 features: the calibrated scale of 2
+#: pairs to the grid step, in half the time; docs/coupling.md, "Cost and scaling").
+_ONE_PAIR_ROWS = 20000
 #: Most values kept in memory for the whole (n, n_rounds, n_keep) array (1 GiB of float64).
 _MAX_VALUES = 2**27
 
@@ -102,7 +106,8 @@ def estimate_swap_deltas(
         module docstring; :math:`O(k(n-k))` pairs a round, so for small data only).
         ``None``: 1 for ``"refit"``, 8 for the influence engines (linear in :math:`n`; the
         spread of a target's round averages comes from :math:`D_{out}`, not from :math:`e`),
-        2 for certified ``"newton"`` distances (their certificates cost far more per pair).
+        2 for certified ``"newton"`` distances (their certificates cost far more per pair),
+        1 from 20,000 rows on.
     summary_size : int, default=4
         Values kept per target and round: the sorted-block means of its distances (an upper
         bound by Jensen, module docstring). Lowered further, down to 1 (the mean), so that
@@ -268,7 +273,12 @@ def _estimate(estimator, X, y, n, k, n_rounds, summary_size, refine, whitener, e
 
     if pairs_per_target is None:
         all_pairs = False
-        p = 1 if engine == "refit" else min(_CERTIFIED_PAIRS if certify and engine == "newton" else _SAMPLED_PAIRS, k)
+        if engine == "refit":
+            p = 1
+        elif certify and engine == "newton":
+            p = min(1 if n >= _ONE_PAIR_ROWS else _CERTIFIED_PAIRS, k)
+        else:
+            p = min(_SAMPLED_PAIRS, k)
     elif pairs_per_target == "all":
         all_pairs, p = True, k
     else:
