@@ -296,17 +296,12 @@ def _influence_round(fitter, loss, Xd, y, sample_weight, n, k, seed, p, whitener
             # e-side (chunk, p, .) gathered, in chunks that stay in cache; target side
             # (chunk, 1, .) broadcast, not copied.
             width = max(1, _GATHER_ELEMENTS // (p * Xd.shape[1]))
+            # (Several blocks or first order: one generalised-linear block is streamed above,
+            # and only it is certified or refined.)
             for c in (slice(a, a + width) for a in range(0, T, width)):
                 sides = [(_take(pe, pos[c], _E_KEYS), {key: value[c, None] for key, value in px.items() if key in _X_KEYS},
                           glm) for pe, px, glm in preps]
-                if cert is not None:
-                    dist[c] = _certified_matched(cert, sides[0], whitener)
-                    continue
                 dist[c] = _matched_distances(sides, whitener, newton)
-            if n_refine:
-                top = np.argsort(-dist.mean(axis=1))[:n_refine]
-                better, ok = _refine_fit(blocks[0], factors[0], P, H, preps[0][1], top, H[pos[top]], whitener)
-                dist[top[ok]] = better[ok]
             out[targets] = _jensen_summary(dist, n_keep)
         _check_solver_error(solver_error, out[targets], k)
     return out
