@@ -201,11 +201,11 @@ def estimate_swap_deltas(
     whitener = _Whitener(scale)
 
     with augmented_design_cache():  # one augmented copy of X for all the fits (losses.py)
-        return _estimate(estimator, X, y, n, k, n_rounds, summary_size, refine, whitener, engine, pairs_per_target,
-                         polish, certify, params, random_state, n_jobs, verbose, fit_params)
+        return _estimate(estimator, X, y, n, k, n_rounds, summary_size, refine, scale, whitener, engine,
+                         pairs_per_target, polish, certify, params, random_state, n_jobs, verbose, fit_params)
 
 
-def _estimate(estimator, X, y, n, k, n_rounds, summary_size, refine, whitener, engine, pairs_per_target,
+def _estimate(estimator, X, y, n, k, n_rounds, summary_size, refine, scale, whitener, engine, pairs_per_target,
               polish, certify, params, random_state, n_jobs, verbose, fit_params):
     rng = resolve_rng(random_state)
     estimator = fix_inner_random_state(clone(estimator), draw_seed(rng))
