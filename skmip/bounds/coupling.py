@@ -326,8 +326,9 @@ class _JensenBounds:
                        for f in BET_FRACTIONS], axis=0)
 
     def max_upper(self, s, weight, log_threshold):
-        """``max_x`` of the betting bound at ``s`` (:func:`_betting_max_upper`), evaluated
-        exactly only on targets whose grouped capital does not already show theirs below."""
+        """``max_x`` of the betting bound at ``s`` (each target's :func:`~.betting._upper` of its
+        draw values), evaluated exactly only on targets whose grouped capital does not already
+        show theirs below."""
         upper = weight * self._tv(self.per_target, s)  # Jensen: at least each target's mean
         top = np.argsort(-upper, kind="stable")[:32]
         best = float(_upper(_draw_values(self.arr[top], s, weight), weight, log_threshold[top]).max())
@@ -623,8 +624,7 @@ def coupling_eta_upper(
     _check_draws(owner, arr)
     shares = _check_shares(owner, target_shares, arr.shape[0])
     if bound == "betting":
-        y = _draw_values(arr, s, weight)
-        return float(_betting_max_upper(y, weight, _betting_log_thresholds(shares, alpha)))
+        return float(_JensenBounds(arr).max_upper(s, weight, _betting_log_thresholds(shares, alpha)))
     return float(_ucb_per_target(arr, s, weight, alpha, shares)[0].max())
 
 
@@ -651,40 +651,6 @@ def _check_shares(owner, target_shares, n_targets):
             "Leave it None for the uniform union bound."
         )
     return shares / shares.sum()
-
-
-def _betting_max_upper(y, weight, log_threshold):
-    """max over targets of the betting bound, computing it only where it can be the max."""
-    return _betting_max_upper_of(lambda idx: y[idx], y.mean(axis=1), weight, log_threshold)
-
-
-def _betting_max_upper_of(values, means, weight, log_threshold):
-    """:func:`_betting_max_upper` with the draw values of targets ``idx`` given by
-    ``values(idx)`` (a slice or index array), read a block of targets at a time."""
-    n_t = means.size
-    top = np.argsort(-means)[:32]
-    best = float(_upper(values(top), weight, log_threshold[top]).max())
-    step = max(1, _BLOCK_VALUES // max(1, values(slice(0, 1)).shape[1]))
-    while True:
-        # Targets whose bound exceeds best: only those can raise it.
-        above = np.concatenate([a + np.flatnonzero(~betting_passes(values(slice(a, a + step)), best, weight,
-                                                                   log_threshold[a:a + step]))
-                                for a in range(0, n_t, step)])
-        if not above.size:
-            return best
-        best = max(best, max(float(_upper(values(above[a:a + step]), weight, log_threshold[above[a:a + step]]).max())
-                             for a in range(0, above.size, step)))
-
-
-def _values_by_block(arr, s, weight, pw=None):
-    """``(slice, draw values)`` of ``_draw_values`` at ``s``, a block of targets at a time."""
-    for idx, block in _target_blocks(arr):
-        yield idx, _draw_values(block, s, weight, None if pw is None else pw[idx])
-
-
-def _max_mean(arr, s, weight, pw=None):
-    """``max_x`` of the mean over draws of the draw values at ``s`` (blockwise)."""
-    return max(float(y.mean(axis=1).max()) for _, y in _values_by_block(arr, s, weight, pw))
 
 
 def _check_draws(owner, arr):
@@ -868,7 +834,7 @@ def coupling_noise_scale(
     bounds = _JensenBounds(arr, pw)
     s_point = _point_root(arr, eta, weight, pw, bounds)
     if confidence is None:
-        eta_point = _max_mean(arr, s_point, weight, pw) if s_point > 0 else 0.0
+        eta_point = bounds.max_mean(s_point, weight) if s_point > 0 else 0.0
         return CouplingCalibration(s_point, None, eta_point, s_point, None)
 
     alpha = _alpha(owner, confidence)
