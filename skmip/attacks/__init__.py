@@ -26,12 +26,12 @@ from __future__ import annotations
 from functools import partial
 from typing import Callable
 
-from ._base import MembershipAttack
-from .bayes import ExactAuditResult, exact_mip_advantage
-from .glir import glir_scores, logistic_per_sample_gradients, simulate_glir_gaussian
-from .lira import LiRA, lira_min_models, lira_scores
-from .loss import LossAttack, loss_scores
-from .rmia import RMIA, rmia_scores
+from skmip.attacks._base import MembershipAttack
+from skmip.attacks.bayes import ExactAuditResult, exact_mip_advantage
+from skmip.attacks.glir import glir_scores, logistic_per_sample_gradients, simulate_glir_gaussian
+from skmip.attacks.lira import LiRA, lira_min_models, lira_scores
+from skmip.attacks.loss import LossAttack, loss_scores
+from skmip.attacks.rmia import RMIA, rmia_scores
 
 __all__ = [
     "MembershipAttack",

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .exact_audit import (
+from skmip.attacks.exact_audit import (
     BelowPrecision,
     NoPromise,
     RouteError,

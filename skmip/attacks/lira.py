@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.base import is_classifier
 
-from ._base import MembershipAttack, check_matrix, check_membership
+from skmip.attacks._base import MembershipAttack, check_matrix, check_membership
 
 __all__ = ["LiRA", "lira_scores", "lira_min_models"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._base import MembershipAttack, check_matrix
+from skmip.attacks._base import MembershipAttack, check_matrix
 
 __all__ = ["LossAttack", "loss_scores"]
 

@@ -15,7 +15,7 @@ from sklearn.base import is_classifier
 from skmip._random import resolve_rng
 from skmip._validation import check_interval
 
-from ._base import MembershipAttack, check_matrix, check_membership
+from skmip.attacks._base import MembershipAttack, check_matrix, check_membership
 
 __all__ = ["RMIA", "rmia_scores"]
 

@@ -27,7 +27,7 @@ transcript of noisy SGD (:func:`skmip.nn.glir_audit`).
 
 from __future__ import annotations
 
-from ._base import MembershipAttack
+from skmip.attacks._base import MembershipAttack
 
 __all__ = ["AUTO_ATTACKS", "resolve_attacks", "bonferroni_confidence"]
 
@@ -70,7 +70,7 @@ def resolve_attacks(attack, estimator, *, n_models: int, member_rate: float, own
     TypeError
         For an attack the estimator cannot feed (e.g. LiRA without ``predict_proba``).
     """
-    from . import get_attack
+    from skmip.attacks import get_attack
 
     def validated(a):
         validate = getattr(a, "validate", None)

@@ -25,35 +25,35 @@ Neighbouring relations (each docstring says which one its theorem needs):
   Definition 1 directly.
 """
 
-from .mip import *  # noqa: F401,F403
-from .mip import __all__ as _mip_all
+from skmip.bounds.mip import *  # noqa: F401,F403
+from skmip.bounds.mip import __all__ as _mip_all
 
 __all__ = list(_mip_all)
 
-from .subsampling import *  # noqa: E402,F401,F403
-from .subsampling import __all__ as _subsampling_all  # noqa: E402
+from skmip.bounds.subsampling import *  # noqa: E402,F401,F403
+from skmip.bounds.subsampling import __all__ as _subsampling_all  # noqa: E402
 
 __all__ += list(_subsampling_all)
-from .gmip import *  # noqa: E402,F401,F403
-from .gmip import __all__ as _gmip_all  # noqa: E402
+from skmip.bounds.gmip import *  # noqa: E402,F401,F403
+from skmip.bounds.gmip import __all__ as _gmip_all  # noqa: E402
 
 __all__ += list(_gmip_all)
 
-from .coupling import *  # noqa: E402,F401,F403
-from .coupling import __all__ as _coupling_all  # noqa: E402
+from skmip.bounds.coupling import *  # noqa: E402,F401,F403
+from skmip.bounds.coupling import __all__ as _coupling_all  # noqa: E402
 
 __all__ += list(_coupling_all)
 
-from .empirical import *  # noqa: E402,F401,F403
-from .empirical import __all__ as _empirical_all  # noqa: E402
+from skmip.bounds.empirical import *  # noqa: E402,F401,F403
+from skmip.bounds.empirical import __all__ as _empirical_all  # noqa: E402
 
 __all__ += list(_empirical_all)
 
-from .betting import betting_mean_upper  # noqa: E402,F401
+from skmip.bounds.betting import betting_mean_upper  # noqa: E402,F401
 
 __all__ += ["betting_mean_upper"]
 
-from .accounting import *  # noqa: E402,F401,F403
-from .accounting import __all__ as _accounting_all  # noqa: E402
+from skmip.bounds.accounting import *  # noqa: E402,F401,F403
+from skmip.bounds.accounting import __all__ as _accounting_all  # noqa: E402
 
 __all__ += list(_accounting_all)

@@ -320,7 +320,7 @@ def dpsgd_eta(noise_multiplier, sample_rate, n_steps, *, sampling="poisson",
     >>> round(dpsgd_eta(2.0, 0.01, 1000), 3)
     0.063
     """
-    from .mip import profile_to_mip
+    from skmip.bounds.mip import profile_to_mip
 
     tv = dpsgd_delta(noise_multiplier, sample_rate, n_steps, 0.0, sampling=sampling,
                      adjacency="replace_one", discretization=discretization)

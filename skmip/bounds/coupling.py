@@ -78,8 +78,8 @@ from scipy.special import erf
 
 from skmip._validation import check_eta, check_option
 
-from ._common import scalar_or_array
-from .betting import BET_FRACTIONS, _upper, betting_passes
+from skmip.bounds._common import scalar_or_array
+from skmip.bounds.betting import BET_FRACTIONS, _upper, betting_passes
 
 __all__ = [
     "gaussian_tv",

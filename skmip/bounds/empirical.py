@@ -25,8 +25,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._common import scalar_or_array as _out
-from .mip import _check_eta
+from skmip.bounds._common import scalar_or_array as _out
+from skmip.bounds.mip import _check_eta
 
 __all__ = [
     "clopper_pearson_interval",

@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize, stats
 
-from ._common import scalar_or_array as _out
+from skmip.bounds._common import scalar_or_array as _out
 
 __all__ = [
     "gaussian_tradeoff",

@@ -12,7 +12,7 @@ import numpy as np
 
 from skmip._validation import ETA_WHY
 
-from ._common import scalar_or_array as _out
+from skmip.bounds._common import scalar_or_array as _out
 
 __all__ = [
     "mip_noise_constant",

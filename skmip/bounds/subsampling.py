@@ -29,7 +29,7 @@ from scipy.special import expit
 from skmip._validation import check_option
 from skmip.exceptions import PrivacyWarning
 
-from ._common import scalar_or_array as _out
+from skmip.bounds._common import scalar_or_array as _out
 
 __all__ = [
     "positive_accuracy_bound",

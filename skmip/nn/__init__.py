@@ -41,13 +41,13 @@ if _MISSING:  # pragma: no cover - exercised only without the extra
     )
 del _MISSING
 
-from .dpsgd import DPNeuralNetClassifier, DPSGDLogisticRegression  # noqa: E402
-from .ensemble import ensemble_vectors, fit_ensemble  # noqa: E402
-from .grads import glir_audit, per_sample_gradients, sgd_step_gradients  # noqa: E402
-from .head import PrivateHeadClassifier  # noqa: E402
-from .modules import MLPModule  # noqa: E402
-from .params import SkorchAdapter  # noqa: E402
-from .seeding import NeuralNetClassifier, NeuralNetRegressor, SeededNetMixin  # noqa: E402
+from skmip.nn.dpsgd import DPNeuralNetClassifier, DPSGDLogisticRegression  # noqa: E402
+from skmip.nn.ensemble import ensemble_vectors, fit_ensemble  # noqa: E402
+from skmip.nn.grads import glir_audit, per_sample_gradients, sgd_step_gradients  # noqa: E402
+from skmip.nn.head import PrivateHeadClassifier  # noqa: E402
+from skmip.nn.modules import MLPModule  # noqa: E402
+from skmip.nn.params import SkorchAdapter  # noqa: E402
+from skmip.nn.seeding import NeuralNetClassifier, NeuralNetRegressor, SeededNetMixin  # noqa: E402
 
 __all__ = [
     "DPNeuralNetClassifier",

@@ -55,11 +55,11 @@ from skmip.bounds.gmip import (
 from skmip.exceptions import check_privacy_seed, warn_not_cryptographic
 from skmip.os_random import OSRandomGenerator
 
-from .modules import MLPModule
-from .sampling import PoissonBatchSampler, UniformBatchSampler
-from .seeding import NeuralNetClassifier
-from .seeds import release_generator
-from .validation import check_net_X, check_net_y
+from skmip.nn.modules import MLPModule
+from skmip.nn.sampling import PoissonBatchSampler, UniformBatchSampler
+from skmip.nn.seeding import NeuralNetClassifier
+from skmip.nn.seeds import release_generator
+from skmip.nn.validation import check_net_X, check_net_y
 
 __all__ = ["DPNeuralNetClassifier", "DPSGDLogisticRegression", "UniformBatchSampler"]
 

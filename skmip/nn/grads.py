@@ -19,7 +19,7 @@ import torch
 from numpy.typing import ArrayLike
 from torch.func import functional_call, grad, vmap
 
-from .params import SkorchAdapter
+from skmip.nn.params import SkorchAdapter
 
 __all__ = ["per_sample_gradients", "sgd_step_gradients", "glir_audit"]
 

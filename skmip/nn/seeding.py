@@ -42,9 +42,9 @@ from skmip.params import get_adapter
 
 # The seed primitives live one layer down (skmip.nn.seeds) so that the batched trainer can
 # use them without importing this module: seeding -> ensemble -> seeds, one way.
-from .ensemble import ensemble_vectors
-from .seeds import EpochPermutationSampler, fit_seeds, seeded_torch
-from .validation import check_net_X, check_net_y
+from skmip.nn.ensemble import ensemble_vectors
+from skmip.nn.seeds import EpochPermutationSampler, fit_seeds, seeded_torch
+from skmip.nn.validation import check_net_X, check_net_y
 
 __all__ = [
     "SeededNetMixin",

@@ -52,22 +52,22 @@ References
 
 from __future__ import annotations
 
-from ._base import AttributeAdapter, ParamAdapter
-from ._linalg import _project_psd  # noqa: F401  (skmip.synthetic, skmip.dp_baselines import it here)
-from .covariance import CovarianceAdapter, GaussianMixtureAdapter
-from .linear import LinearModelAdapter
-from .neural import MLPAdapter
-from .pipeline import PipelineAdapter
-from .preprocessing import (
+from skmip.params._base import AttributeAdapter, ParamAdapter
+from skmip.params._linalg import _project_psd  # noqa: F401  (skmip.synthetic, skmip.dp_baselines import it here)
+from skmip.params.covariance import CovarianceAdapter, GaussianMixtureAdapter
+from skmip.params.linear import LinearModelAdapter
+from skmip.params.neural import MLPAdapter
+from skmip.params.pipeline import PipelineAdapter
+from skmip.params.preprocessing import (
     MaxAbsScalerAdapter,
     MinMaxScalerAdapter,
     RobustScalerAdapter,
     StandardScalerAdapter,
     StatelessAdapter,
 )
-from .registry import get_adapter, register_adapter
-from .scrub import DIAGNOSTIC_ATTRIBUTES, PUBLIC_ATTRIBUTES, scrub_diagnostics
-from .statistic import StatisticAdapter
+from skmip.params.registry import get_adapter, register_adapter
+from skmip.params.scrub import DIAGNOSTIC_ATTRIBUTES, PUBLIC_ATTRIBUTES, scrub_diagnostics
+from skmip.params.statistic import StatisticAdapter
 
 __all__ = [
     "ParamAdapter",

@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse
 from sklearn.exceptions import NotFittedError
 
-from .scrub import _scrub_all_but, scrub_diagnostics
+from skmip.params.scrub import _scrub_all_but, scrub_diagnostics
 
 
 def _is_instance(estimator, class_path):

@@ -10,8 +10,8 @@ import scipy.linalg
 
 from skmip._validation import check_option
 
-from ._base import _BlockAdapter, _like, _require
-from ._linalg import (
+from skmip.params._base import _BlockAdapter, _like, _require
+from skmip.params._linalg import (
     _default_floor,
     _pack_symmetric,
     _project_psd,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 
-from ._base import AttributeAdapter
+from skmip.params._base import AttributeAdapter
 
 
 class LinearModelAdapter(AttributeAdapter):

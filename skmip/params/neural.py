@@ -10,7 +10,7 @@ import numpy as np
 
 from skmip._validation import check_option
 
-from ._base import _BlockAdapter, _like, _require
+from skmip.params._base import _BlockAdapter, _like, _require
 
 
 class MLPAdapter(_BlockAdapter):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ._base import ParamAdapter, _BlockAdapter
+from skmip.params._base import ParamAdapter, _BlockAdapter
 
 
 class PipelineAdapter(_BlockAdapter):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import _BlockAdapter, _like, _require
-from .scrub import scrub_diagnostics
+from skmip.params._base import _BlockAdapter, _like, _require
+from skmip.params.scrub import scrub_diagnostics
 
 
 def _handle_zeros_in_scale(scale):

@@ -24,18 +24,18 @@ import importlib
 import sys
 from collections.abc import Callable
 
-from ._base import AttributeAdapter, ParamAdapter, _is_instance
-from .covariance import (
+from skmip.params._base import AttributeAdapter, ParamAdapter, _is_instance
+from skmip.params.covariance import (
     CovarianceAdapter,
     GaussianMixtureAdapter,
     _is_covariance,
     _is_gaussian_mixture,
 )
-from .linear import LinearModelAdapter, _is_linear_model
-from .neural import MLPAdapter, _is_mlp
-from .pipeline import PipelineAdapter, _is_pipeline
-from .preprocessing import StatelessAdapter, _is_stateless_transformer, _scaler_adapter
-from .statistic import StatisticAdapter, _is_statistic
+from skmip.params.linear import LinearModelAdapter, _is_linear_model
+from skmip.params.neural import MLPAdapter, _is_mlp
+from skmip.params.pipeline import PipelineAdapter, _is_pipeline
+from skmip.params.preprocessing import StatelessAdapter, _is_stateless_transformer, _scaler_adapter
+from skmip.params.statistic import StatisticAdapter, _is_statistic
 
 # Registry: (predicate, factory) pairs, most recently registered first.
 _REGISTRY: list[tuple[Callable[[object], bool], Callable[[object], ParamAdapter]]] = []

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import _BlockAdapter, _is_instance, _like, _require
-from ._linalg import _pack_symmetric, _project_psd, _unpack_symmetric
+from skmip.params._base import _BlockAdapter, _is_instance, _like, _require
+from skmip.params._linalg import _pack_symmetric, _project_psd, _unpack_symmetric
 
 
 class StatisticAdapter(_BlockAdapter):

@@ -81,9 +81,9 @@ Koh, P. W., Liang, P. (2017). "Understanding Black-box Predictions via Influence
 Functions", ICML (the first-order approximation).
 """
 
-from ._result import SwapDeltas
-from .estimate import estimate_swap_deltas
-from .losses import (
+from skmip.sensitivity._result import SwapDeltas
+from skmip.sensitivity.estimate import estimate_swap_deltas
+from skmip.sensitivity.losses import (
     GLMTerms,
     LossBlock,
     MultiMarginTerms,
@@ -91,10 +91,10 @@ from .losses import (
     get_smooth_loss,
     register_smooth_loss,
 )
-from .design import design_noise_factor, design_target_shares
-from .noise_factor import estimate_noise_factor
-from .polish import polish_to_minimiser
-from .statistic import marginal_swap_deltas, statistic_swap_deltas
+from skmip.sensitivity.design import design_noise_factor, design_target_shares
+from skmip.sensitivity.noise_factor import estimate_noise_factor
+from skmip.sensitivity.polish import polish_to_minimiser
+from skmip.sensitivity.statistic import marginal_swap_deltas, statistic_swap_deltas
 
 __all__ = [
     "SwapDeltas",

@@ -35,8 +35,8 @@ import copy
 
 import numpy as np
 
-from .certify import PairCertifier
-from .influence import (
+from skmip.sensitivity.certify import PairCertifier
+from skmip.sensitivity.influence import (
     _E_KEYS,
     _X_KEYS,
     _certified_matched,
@@ -46,16 +46,16 @@ from .influence import (
     _matched_distances,
     _take,
 )
-from .newton import _REFINE_MAX, _n_refine, _refine_targets
-from .polish import (
+from skmip.sensitivity.newton import _REFINE_MAX, _n_refine, _refine_targets
+from skmip.sensitivity.polish import (
     _CHORD_MIN_WORK,
     _STACK_ELEMENTS,
     MinimiserFits,
     _check_solver_error,
     _not_convex,
 )
-from .rounds import _jensen_summary, _round_design
-from .stacks import _cho_inverse, _cholesky, _data_hessian
+from skmip.sensitivity.rounds import _jensen_summary, _round_design
+from skmip.sensitivity.stacks import _cho_inverse, _cholesky, _data_hessian
 
 #: False forces the per-fit path everywhere (the tests compare the two).
 _ENABLED = True

@@ -363,7 +363,7 @@ def _row_images(features, hinv):
 def exact_minimiser(features, dloss, d2loss, rows, P, reg_at, start, whiten, gsc):
     """Damped Newton to the minimiser of the objective on ``rows``, and the certified
     whitened distance of the result to the exact minimiser (``inf`` on failure)."""
-    from .polish import _damped_step
+    from skmip.sensitivity.polish import _damped_step
 
     F = features[rows]
 
@@ -609,8 +609,8 @@ def release_error(block, rows, scale):
     ``scale``: the noise shape. The certified distances assume at most
     :data:`RELEASE_TOL` (:mod:`.certify`); the wrapper checks it before releasing.
     """
-    from .losses import gradient_sum
-    from .whitening import _Whitener
+    from skmip.sensitivity.losses import gradient_sum
+    from skmip.sensitivity.whitening import _Whitener
 
     whitener = _Whitener(scale)
     K = block.hessian
@@ -627,8 +627,8 @@ def check_release(fitted, X, y, sample_weight, scale):
     minimiser of its objective, the allowance the certified distances carry."""
     from scipy import sparse
 
-    from ._common import _OWNER
-    from .losses import get_smooth_loss
+    from skmip.sensitivity._common import _OWNER
+    from skmip.sensitivity.losses import get_smooth_loss
 
     loss = get_smooth_loss(fitted)
     Xd = X.toarray() if sparse.issparse(X) else np.asarray(X, dtype=np.float64)

@@ -44,9 +44,9 @@ from skmip._rows import n_rows
 from skmip._validation import check_int
 from skmip.params import get_adapter
 
-from .losses import get_smooth_loss
-from .polish import SolverFits, _regulariser_hessian
-from .rounds import _resolve_k
+from skmip.sensitivity.losses import get_smooth_loss
+from skmip.sensitivity.polish import SolverFits, _regulariser_hessian
+from skmip.sensitivity.rounds import _resolve_k
 
 _OWNER = "design_noise_factor"
 #: Relative floor of the eigenvalues that define the shape (a direction no record moves

@@ -14,18 +14,18 @@ from skmip._validation import check_int, check_interval, check_option
 from skmip.exceptions import check_subset_classes
 from skmip.params import get_adapter
 
-from ._common import _OWNER, _fit_vector
-from ._result import SwapDeltas
-from .exact import _exact_distances
-from .batched import _influence_rounds
-from .compact import COMPACT_VALUES
-from .influence import certifiable
-from .losses import augmented_design_cache, get_smooth_loss
-from .polish import MinimiserFits, SolverFits, _polish
-from .refit import _refit_rounds
-from .rounds import _SUMMARY_SIZE, _check_round_classes, _resolve_k, run_rounds
-from .statistic import _statistic_features, statistic_swap_deltas
-from .whitening import _Whitener
+from skmip.sensitivity._common import _OWNER, _fit_vector
+from skmip.sensitivity._result import SwapDeltas
+from skmip.sensitivity.exact import _exact_distances
+from skmip.sensitivity.batched import _influence_rounds
+from skmip.sensitivity.compact import COMPACT_VALUES
+from skmip.sensitivity.influence import certifiable
+from skmip.sensitivity.losses import augmented_design_cache, get_smooth_loss
+from skmip.sensitivity.polish import MinimiserFits, SolverFits, _polish
+from skmip.sensitivity.refit import _refit_rounds
+from skmip.sensitivity.rounds import _SUMMARY_SIZE, _check_round_classes, _resolve_k, run_rounds
+from skmip.sensitivity.statistic import _statistic_features, statistic_swap_deltas
+from skmip.sensitivity.whitening import _Whitener
 
 _ENGINES = ("auto", "refit", "newton", "influence", "exact", "closed_form")
 #: Sampled pairs per target and round (influence engines). The round-to-round spread of a

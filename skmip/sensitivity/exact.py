@@ -8,7 +8,7 @@ import math
 import numpy as np
 from sklearn.utils.parallel import Parallel, delayed
 
-from ._common import _OWNER, _fit_only_vector
+from skmip.sensitivity._common import _OWNER, _fit_only_vector
 
 #: Most subsets the exact engine fits.
 _MAX_EXACT_FITS = 20_000

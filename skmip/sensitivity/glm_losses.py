@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import _OWNER
-from .losses import GLMTerms, LossBlock, RowGradients, _augment, weighted_gram
+from skmip.sensitivity._common import _OWNER
+from skmip.sensitivity.losses import GLMTerms, LossBlock, RowGradients, _augment, weighted_gram
 
 
 def _tweedie_power(est):

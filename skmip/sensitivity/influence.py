@@ -5,18 +5,18 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
-from ._common import _OWNER
-from .certify import PairCertifier, fit_row_scalars
-from .losses import gradient_sum
-from .multinomial import _multi_margin_distances
-from .newton import (
+from skmip.sensitivity._common import _OWNER
+from skmip.sensitivity.certify import PairCertifier, fit_row_scalars
+from skmip.sensitivity.losses import gradient_sum
+from skmip.sensitivity.multinomial import _multi_margin_distances
+from skmip.sensitivity.newton import (
     _n_refine,
     _ops,
     _pair_coefficients,
     _refine_targets,
 )
-from .polish import _check_solver_error, _factor, _solver_step
-from .rounds import _jensen_summary, _round_design
+from skmip.sensitivity.polish import _check_solver_error, _factor, _solver_step
+from skmip.sensitivity.rounds import _jensen_summary, _round_design
 
 #: Elements of one (e x targets) cross matrix computed at a time (memory cap).
 _CHUNK_ELEMENTS = 2**20

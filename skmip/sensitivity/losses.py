@@ -18,8 +18,8 @@ from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
-from ._common import _OWNER
-from .multinomial import MultiMarginTerms, _softmax_terms
+from skmip.sensitivity._common import _OWNER
+from skmip.sensitivity.multinomial import MultiMarginTerms, _softmax_terms
 
 
 class GLMTerms(NamedTuple):
@@ -510,7 +510,7 @@ def get_smooth_loss(estimator) -> SmoothLoss | None:
 
 
 # Built-in losses kept in their own modules; imported last because they build on this one.
-from .glm_losses import BUILTIN as _GLM_BUILTIN  # noqa: E402
-from .svm_losses import BUILTIN as _SVM_BUILTIN  # noqa: E402
+from skmip.sensitivity.glm_losses import BUILTIN as _GLM_BUILTIN  # noqa: E402
+from skmip.sensitivity.svm_losses import BUILTIN as _SVM_BUILTIN  # noqa: E402
 
 _LOSSES.extend(_GLM_BUILTIN + _SVM_BUILTIN)

@@ -55,7 +55,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import linalg
 
-from ._common import _OWNER
+from skmip.sensitivity._common import _OWNER
 
 #: (e, x) pairs processed at a time (memory: a few K x K arrays per pair).
 _PAIR_CHUNK = 8192

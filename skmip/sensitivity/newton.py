@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from .polish import _CHORD_MIN_WORK, _damped_step
-from .stacks import _cho_inverse, _cholesky, _data_hessian, _solve_pos
+from skmip.sensitivity.polish import _CHORD_MIN_WORK, _damped_step
+from skmip.sensitivity.stacks import _cho_inverse, _cholesky, _data_hessian, _solve_pos
 
 #: Chord iterations before Newton's method with exact Hessians takes over (refinement).
 _CHORD_ITER = 30

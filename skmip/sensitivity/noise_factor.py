@@ -15,9 +15,9 @@ from skmip._validation import check_int
 from skmip.exceptions import check_subset_classes
 from skmip.params import get_adapter
 
-from .losses import get_smooth_loss
-from .polish import MinimiserFits, SolverFits
-from .rounds import _resolve_k
+from skmip.sensitivity.losses import get_smooth_loss
+from skmip.sensitivity.polish import MinimiserFits, SolverFits
+from skmip.sensitivity.rounds import _resolve_k
 
 
 def _subset_vectors(fitter, n, k, seeds):

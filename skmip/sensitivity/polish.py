@@ -10,9 +10,9 @@ from scipy import linalg, sparse
 from skmip._rows import n_rows
 from skmip.params import get_adapter
 
-from ._common import _OWNER, _fit_vector
-from .losses import get_smooth_loss, gradient_sum
-from .stacks import _cho_inverse, _cholesky, _data_hessian, _solve_pos
+from skmip.sensitivity._common import _OWNER, _fit_vector
+from skmip.sensitivity.losses import get_smooth_loss, gradient_sum
+from skmip.sensitivity.stacks import _cho_inverse, _cholesky, _data_hessian, _solve_pos
 
 #: Below this many flops per Hessian (k D^2), Newton's method is cheaper than chord steps.
 _CHORD_MIN_WORK = 5e6

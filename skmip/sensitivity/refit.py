@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import _fit_vector
-from .rounds import _jensen_summary, _round_design
+from skmip.sensitivity._common import _fit_vector
+from skmip.sensitivity.rounds import _jensen_summary, _round_design
 
 
 def _refit_round(estimator, adapter, X, y, fit_params, n, k, seed, p, whitener, all_pairs,

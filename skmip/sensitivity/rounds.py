@@ -13,7 +13,7 @@ from sklearn.utils.parallel import Parallel, delayed
 from skmip._threads import single_threaded_blas
 from skmip._validation import check_int
 
-from .compact import CompactDistances, encode_rounds
+from skmip.sensitivity.compact import CompactDistances, encode_rounds
 
 #: Default number of sorted-block means kept per target and round with pairs_per_target="all".
 _SUMMARY_SIZE = 4

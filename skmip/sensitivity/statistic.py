@@ -37,9 +37,9 @@ from sklearn.base import clone
 
 from skmip._validation import check_int
 
-from ._result import SwapDeltas
-from .rounds import _resolve_k
-from .whitening import _Whitener
+from skmip.sensitivity._result import SwapDeltas
+from skmip.sensitivity.rounds import _resolve_k
+from skmip.sensitivity.whitening import _Whitener
 
 __all__ = ["statistic_swap_deltas", "marginal_swap_deltas"]
 

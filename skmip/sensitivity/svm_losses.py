@@ -47,8 +47,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import _OWNER
-from .losses import GLMTerms, LossBlock, RowGradients, _augment, weighted_gram, _check_fixed_class_weight, _weights
+from skmip.sensitivity._common import _OWNER
+from skmip.sensitivity.losses import GLMTerms, LossBlock, RowGradients, _augment, weighted_gram, _check_fixed_class_weight, _weights
 
 
 class _SquaredHingeLoss:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
-from ._common import _OWNER
+from skmip.sensitivity._common import _OWNER
 
 
 class _Whitener:
