@@ -65,12 +65,12 @@ from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
 from skmip import DPLogisticRegression, DPMarginalSynthesizer, MIAttackScorer, MIPNoiseWrapper, SubsampledDPClassifier
-from skmip._random import resolve_rng
+from skmip.utils.rng import resolve_rng
 from skmip.bounds import dpsgd_eta, mip_to_dp_epsilon
-from skmip.dp_baselines import gaussian_noise_scale
-from skmip.domains import infer_domains
+from skmip.release.dp_baselines import gaussian_noise_scale
+from skmip.release.domains import infer_domains
 from skmip.exceptions import TrainingFailedError
-from skmip.marginals import chow_liu_tree
+from skmip.release.marginals import chow_liu_tree
 
 LINEAR = "LogisticRegression (pipeline)"
 GAUSS_DELTA = 1e-6

@@ -30,9 +30,9 @@ from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.neural_network import MLPClassifier  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 
-from skmip.attacks import get_attack  # noqa: E402
-from skmip.game import play_membership_game  # noqa: E402
-from skmip.metrics import mi_roc_auc, tpr_at_fpr  # noqa: E402
+from skmip.audit.attacks import get_attack  # noqa: E402
+from skmip.audit.game import play_membership_game  # noqa: E402
+from skmip.audit.metrics import mi_roc_auc, tpr_at_fpr  # noqa: E402
 
 OURS = ["loss", "lira", "lira_offline", "rmia"]
 

@@ -46,9 +46,9 @@ from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.neural_network import MLPClassifier  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 
-from skmip.attacks import get_attack  # noqa: E402
-from skmip.game import play_membership_game  # noqa: E402
-from skmip.metrics import (  # noqa: E402
+from skmip.audit.attacks import get_attack  # noqa: E402
+from skmip.audit.game import play_membership_game  # noqa: E402
+from skmip.audit.metrics import (  # noqa: E402
     empirical_epsilon,
     membership_advantage,
     mi_roc_auc,
@@ -106,7 +106,7 @@ def section_attacks(quick, seed):
 
 def section_mip(quick, seed):
     from skmip import MIPNoiseWrapper
-    from skmip.scoring import MIAttackScorer
+    from skmip.audit.scoring import MIAttackScorer
 
     X, y = _cancer()
     K = 16 if quick else 32
@@ -137,7 +137,7 @@ def section_mip(quick, seed):
 
     # How much do AUCs move by chance in such a game? Permute each model's membership row (the
     # null hypothesis holds exactly) and re-attack the same signals.
-    from skmip.attacks import lira_scores
+    from skmip.audit.attacks import lira_scores
 
     wrapper = MIPNoiseWrapper(LogisticRegression(), eta=0.5, n_splits=n_splits, train_size=1.0)
     game = play_membership_game(wrapper, X, y, n_models=K, random_state=seed, n_jobs=-1)
@@ -155,7 +155,7 @@ def section_mip(quick, seed):
 
 def section_glir(quick, seed):
     """GLiR on real gradients: one full-batch gradient step of logistic regression."""
-    from skmip.attacks import glir_scores, logistic_per_sample_gradients
+    from skmip.audit.attacks import glir_scores, logistic_per_sample_gradients
     from skmip.bounds import gmip_mu_step
     from scipy.stats import norm
 
@@ -260,7 +260,7 @@ def section_cost(quick, seed, repeats):
 
 
 def section_rmia(quick, seed, repeats):
-    from skmip.attacks import rmia_scores
+    from skmip.audit.attacks import rmia_scores
 
     n = 1000
     print(f"\n== RMIA cost against K (n = {n} rows, median of {repeats}) ==")

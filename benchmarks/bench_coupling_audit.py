@@ -27,7 +27,7 @@ from sklearn.linear_model import LogisticRegression
 
 from skmip import MIPNoiseWrapper
 from skmip.exceptions import PrivacyWarning
-from skmip.scoring import MIAttackScorer
+from skmip.audit.scoring import MIAttackScorer
 
 
 def _pool(n_pool):

@@ -40,7 +40,7 @@ from sklearn.preprocessing import MinMaxScaler, StandardScaler
 from skmip import mip_noise_path
 from skmip.bounds import mip_noise_constant, mip_to_dp_epsilon
 from skmip.datasets import load_dataset
-from skmip.dp_logistic import DPLogisticRegression
+from skmip.defend.dp_logistic import DPLogisticRegression
 from skmip.exceptions import PrivacyWarning
 
 ETAS = [0.05, 0.1, 0.2, 0.3]

@@ -1,6 +1,6 @@
 """Adversarial exact audit of every printed eta: search worst-case datasets for a violation.
 
-For each case of ``skmip.attacks.exact_audit_suite.make_cases`` (a tiny worst-case dataset,
+For each case of ``skmip.audit.attacks.exact_audit_suite.make_cases`` (a tiny worst-case dataset,
 n = 9-12, and a release route that prints eta: MIPNoiseWrapper with every learner calibrated
 by coupling, MIPNoiseWrapperCV, MIPGaussianSynthesizer, MIPMarginalSynthesizer), fit the
 route, enumerate all C(n, k) training sets, refit them with an independent exact minimiser,
@@ -37,7 +37,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 from joblib import Parallel, delayed  # noqa: E402
 
-from skmip.attacks.exact_audit_suite import LEARNERS, make_cases, run_case  # noqa: E402
+from skmip.audit.attacks.exact_audit_suite import LEARNERS, make_cases, run_case  # noqa: E402
 
 
 def _run(case, n_mc, z):

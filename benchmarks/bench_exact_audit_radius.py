@@ -1,7 +1,7 @@
 """Exact audits of the MIP noise: gamma radius (Theorem 9's density) vs Laplace radius (Cor. 10).
 
 For mean estimation on the strongest dataset (one outlying record among n - 1 identical
-ones; see ``skmip.attacks.bayes.exact_mip_advantage``, Notes) and on a random Gaussian
+ones; see ``skmip.audit.attacks.bayes.exact_mip_advantage``, Notes) and on a random Gaussian
 dataset, this measures the exact Bayes-optimal attacker's advantage with both radius laws
 side by side, for several eta, M and d, and marks every cell whose one-sided 99.9% lower
 confidence bound exceeds eta (a broken promise).
@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from skmip.attacks.bayes import exact_mip_advantage
+from skmip.audit.attacks.bayes import exact_mip_advantage
 from skmip.bounds import mip_noise_constant
 
 Z1 = stats.norm.ppf(0.999)

@@ -23,7 +23,7 @@ tol=1e-10), k = n // 2. Prints, side by side in one run:
 
 4. **Exact audits** (``--only audit``): on enumerable problems (n <= 12, k = n/2), the
    exhaustive coupling expectation (``engine="exact"``) calibrates the Gaussian noise to
-   each eta; :func:`skmip.attacks.bayes.exact_mip_advantage` then measures the exact
+   each eta; :func:`skmip.audit.attacks.bayes.exact_mip_advantage` then measures the exact
    Bayes-optimal attacker's advantage (Monte Carlo over the noise only).
 
 Results are recorded in docs/coupling.md.
@@ -41,7 +41,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import MinMaxScaler, StandardScaler
 
 from skmip.bounds import coupling_noise_scale, mip_noise_constant
-from skmip.sensitivity import estimate_noise_factor, estimate_swap_deltas
+from skmip.calibration.swap import estimate_noise_factor, estimate_swap_deltas
 
 ETAS = [0.05, 0.1, 0.2, 0.3]
 
@@ -191,9 +191,9 @@ def bench_audit():
 
     from sklearn.base import BaseEstimator
 
-    from skmip.attacks.bayes import exact_mip_advantage
+    from skmip.audit.attacks.bayes import exact_mip_advantage
     from skmip.bounds import coupling_eta_per_target
-    from skmip.statistic import Statistic
+    from skmip.release.statistic import Statistic
 
     class TinyLogit(BaseEstimator):
         """L2 logistic regression by Newton's method (defined on one-class subsets too)."""

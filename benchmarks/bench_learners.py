@@ -19,7 +19,7 @@ Run:  python benchmarks/bench_learners.py --only glm [--check-rounds 5]
    whose refit moves the fit (a swap of two rows outside the margin moves nothing).
 3. **multinomial**: the same on digits ([0, 1]-scaled 70% split, 1,257 rows, 650
    parameters, ``LogisticRegression(C=0.1, solver="lbfgs", tol=1e-8)``): the K-margin
-   ``"newton"`` engine (``skmip/sensitivity/multinomial.py``) and the first-order one.
+   ``"newton"`` engine (``skmip/calibration/swap/multinomial.py``) and the first-order one.
 4. **digits-engines**: the calibrated noise scale of the two engines on digits, same noise
    shape (full factor over 128 subsets), same seed, ``--rounds`` rounds, 95% confidence, at
    eta = 0.1 and 0.2, with the time per round.
@@ -46,7 +46,7 @@ from sklearn.svm import LinearSVC
 
 from skmip import mip_noise_path
 from skmip.bounds import coupling_noise_scale
-from skmip.sensitivity import estimate_noise_factor, estimate_swap_deltas
+from skmip.calibration.swap import estimate_noise_factor, estimate_swap_deltas
 
 
 def _against_refits(label, make, X, y, check_rounds, engines=("refit", "newton", "influence")):

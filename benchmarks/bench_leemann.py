@@ -14,7 +14,7 @@ Three parts, each printed as a markdown table (and drawn when ``--plots DIR`` is
   largest gap over alpha, and the AUCs.
 * **Fig. 2a** (known gradient distribution): GLiR on simulated one-step trials with
   Gaussian gradients of known mean and covariance and targets at susceptibility K = d
-  (``skmip.attacks.glir.simulate_glir_gaussian``); empirical FPR / TPR at a few levels
+  (``skmip.audit.attacks.glir.simulate_glir_gaussian``); empirical FPR / TPR at a few levels
   alpha vs alpha and 1 - Eq. 8. The paper's fine-tuned parameter counts d = 650, 1026,
   2580 (CIFAR-10, Adult, Purchase, §6) with the batch size n = d, so all reach
   mu_step ~ 1 ("we adapt the batch size n such that all models reach the same level").
@@ -40,9 +40,9 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from skmip.attacks.glir import simulate_glir_gaussian
+from skmip.audit.attacks.glir import simulate_glir_gaussian
 from skmip.bounds import gaussian_compose, gaussian_tradeoff, gmip_mu_step, gmip_tradeoff
-from skmip.metrics import mi_roc_auc, mi_roc_curve, tpr_at_fpr
+from skmip.audit.metrics import mi_roc_auc, mi_roc_curve, tpr_at_fpr
 
 ALPHAS = (0.01, 0.05, 0.1, 0.25, 0.5)
 # A grid in alpha that resolves the steep start of every curve: the trapezoid AUC of the

@@ -1,4 +1,4 @@
-"""Benchmarks of skmip.moments.estimate_sigma: parallel speed-up and peak memory.
+"""Benchmarks of skmip.calibration.spread.moments.estimate_sigma: parallel speed-up and peak memory.
 
 1. Speed-up of the split fits with n_jobs=2 over n_jobs=1 (target >= 1.7x), on an estimator
    whose fit is long enough (~0.1-0.3 s) that joblib's per-task overhead is small; BLAS is
@@ -35,7 +35,7 @@ from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.utils.parallel import Parallel, delayed  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
-from skmip.moments import _split_rows, _split_seeds, estimate_sigma  # noqa: E402
+from skmip.calibration.spread.moments import _split_rows, _split_seeds, estimate_sigma  # noqa: E402
 
 
 class SecondMomentMatrix(BaseEstimator):

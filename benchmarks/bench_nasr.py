@@ -28,7 +28,7 @@ only when the canary is as strong as the proof allows. Here:
   mu-GDP trade-off.
 
 For each epsilon the script prints the promised epsilon (accountant), the exact one (GDP),
-the empirical lower bound (``skmip.metrics.empirical_epsilon``, 95% Clopper-Pearson,
+the empirical lower bound (``skmip.audit.metrics.empirical_epsilon``, 95% Clopper-Pearson,
 threshold chosen on half the models, certified on the other half), the *ceiling* that the
 same number of trials gives against an exactly mu-GDP Gaussian pair (the median over 20
 simulated audits -- finite trials cannot certify more), and two sample-efficient views of
@@ -58,7 +58,7 @@ from sklearn.utils.parallel import Parallel, delayed
 
 from skmip.bounds import gdp_to_dp
 from skmip.exceptions import PrivacyWarning
-from skmip.metrics import empirical_epsilon, mi_roc_auc
+from skmip.audit.metrics import empirical_epsilon, mi_roc_auc
 
 DELTA = 1e-5
 STEPS = 10
@@ -162,8 +162,8 @@ def dpsgd_audit(epsilons, n_models, n_jobs, seed=0):
 def objective_perturbation_audit(epsilons, n_models):
     """The weak canary against DPLogisticRegression (objective perturbation), LOSS attack."""
     from skmip import DPLogisticRegression
-    from skmip.attacks import get_attack
-    from skmip.game import play_membership_game
+    from skmip.audit.attacks import get_attack
+    from skmip.audit.game import play_membership_game
 
     X, y = load_breast_cancer(return_X_y=True)
     X = (X - X.mean(0)) / X.std(0)

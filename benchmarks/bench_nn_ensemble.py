@@ -4,7 +4,7 @@
    ``load_digits``: :func:`skmip.nn.fit_ensemble` vs 32 sequential ``fit`` calls of the
    same seeded net, measured side by side (best of ``--repeats``), with the largest
    parameter difference between the two (float32 round-off).
-2. :class:`skmip.wrappers.MIPNoiseWrapper` with ``n_splits=32`` on the same net: its
+2. :class:`skmip.defend.MIPNoiseWrapper` with ``n_splits=32`` on the same net: its
    sigma step (32 split fits) sequentially, vs the 32 split fits as one ensemble
    (:func:`skmip.nn.ensemble_vectors`) reduced to the same per-coordinate spread.
 
@@ -114,7 +114,7 @@ def main():
     ]
 
     if not args.skip_wrapper:
-        from skmip.moments import estimate_sigma
+        from skmip.calibration.spread.moments import estimate_sigma
 
         # The wrapper fixes one seed for all split fits: random_state=0 on both paths.
         (t_sig, t_vec), (sigma_seq, vec) = best_of(

@@ -6,17 +6,17 @@ Run:  pip install --no-deps adversarial-robustness-toolbox privacy-meter six  # 
 
 Two targets, as in issue 21: an MLP on digits (all 1,797 rows) and a random forest on adult (a
 seeded subsample of ``--adult-rows`` rows). One membership game of K models per target
-(:func:`skmip.game.play_membership_game`); every model is the target in turn. The rows are cut
+(:func:`skmip.audit.game.play_membership_game`); every model is the target in turn. The rows are cut
 once, at random, into an *attacker half* and an *evaluation half*; every attack is evaluated
 on the evaluation half, pooled over the K targets, with the same metrics
-(:func:`skmip.metrics.mi_roc_auc`, :func:`skmip.metrics.tpr_at_fpr`).
+(:func:`skmip.audit.metrics.mi_roc_auc`, :func:`skmip.audit.metrics.tpr_at_fpr`).
 
 What each attack is given:
 
 * skmip (``loss``, ``lira``, ``lira_offline``, ``rmia``, ``rmia_offline`` and ``auto``): the
   other K - 1 models of the game and which rows each trained on (its threat model: the attacker
   can train models like the target's). ``auto`` is what ``MIAttackScorer(attack="auto")``
-  reports: the attack of :data:`skmip.attacks.suite.AUTO_ATTACKS` with the largest AUC on
+  reports: the attack of :data:`skmip.audit.attacks.suite.AUTO_ATTACKS` with the largest AUC on
   the whole game (the scorer's rule; ``--check-auto`` re-runs the scorer and asserts that it
   names the same attack on the same member sets).
 * ART rule-based (``MembershipInferenceBlackBoxRuleBased``): the target's predicted labels
@@ -68,11 +68,11 @@ from sklearn.ensemble import RandomForestClassifier  # noqa: E402
 from sklearn.neural_network import MLPClassifier  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 
-from skmip.attacks import get_attack  # noqa: E402
-from skmip.attacks.suite import AUTO_ATTACKS  # noqa: E402
+from skmip.audit.attacks import get_attack  # noqa: E402
+from skmip.audit.attacks.suite import AUTO_ATTACKS  # noqa: E402
 from skmip.datasets import load_dataset  # noqa: E402
-from skmip.game import play_membership_game  # noqa: E402
-from skmip.metrics import mi_roc_auc, tpr_at_fpr  # noqa: E402
+from skmip.audit.game import play_membership_game  # noqa: E402
+from skmip.audit.metrics import mi_roc_auc, tpr_at_fpr  # noqa: E402
 
 OURS = ["loss", "lira", "lira_offline", "rmia", "rmia_offline"]
 assert set(AUTO_ATTACKS) <= set(OURS)
@@ -301,7 +301,7 @@ def main():
         best = max(AUTO_ATTACKS, key=lambda a: auc_all[a])  # MIAttackScorer's rule (metric="auc")
         times["skmip"] = time.perf_counter() - start
         if args.check_auto:
-            from skmip.scoring import MIAttackScorer
+            from skmip.audit.scoring import MIAttackScorer
 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

@@ -51,7 +51,7 @@ from sklearn.model_selection import train_test_split
 from skmip import mip_noise_path
 from skmip.bounds import mip_to_dp_epsilon, mu_to_eta
 from skmip.nn import DPNeuralNetClassifier, MLPModule, NeuralNetClassifier, PrivateHeadClassifier
-from skmip.nn.seeding import seeded_torch
+from skmip.nn.seeded_nets import seeded_torch
 
 ETAS = (0.1, 0.2)
 WIDTH = 32
@@ -185,7 +185,7 @@ def engine_check(head, X, y, k, n_rounds, engine):
     """The engine the wrapper used against exact refits of the whole net on the same (x*, e)
     pairs (same seed, one pair per target and round), whitened by the same full noise shape."""
     from skmip.bounds import coupling_noise_scale
-    from skmip.sensitivity import estimate_noise_factor, estimate_swap_deltas
+    from skmip.calibration.swap import estimate_noise_factor, estimate_swap_deltas
 
     L = estimate_noise_factor(head, X, y, train_size=k, n_subsets=128, random_state=1)
     kw = dict(scale=L, train_size=k, n_rounds=n_rounds, pairs_per_target=1, random_state=7)

@@ -2,7 +2,7 @@
 
 For tiny datasets (n = 12, every half enumerable) the noise is calibrated by
 ``statistic_swap_deltas`` + ``coupling_noise_scale(confidence=None)`` and the exact
-Bayes-optimal attacker (``skmip.attacks.bayes.exact_mip_advantage``, Monte Carlo over the
+Bayes-optimal attacker (``skmip.audit.attacks.bayes.exact_mip_advantage``, Monte Carlo over the
 noise only) measures each record's advantage. Printed: the largest advantage against eta.
 
 Usage::
@@ -17,9 +17,9 @@ import time
 
 import numpy as np
 
-from skmip.attacks.bayes import exact_mip_advantage
+from skmip.audit.attacks.bayes import exact_mip_advantage
 from skmip.bounds import coupling_noise_scale
-from skmip.sensitivity import statistic_swap_deltas
+from skmip.calibration.swap import statistic_swap_deltas
 
 
 def _second_moment(A):

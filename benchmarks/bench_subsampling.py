@@ -37,9 +37,9 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from skmip.bounds import epsilon_for_positive_accuracy, positive_accuracy_bound
-from skmip.dp_logistic import DPLogisticRegression
+from skmip.defend.dp_logistic import DPLogisticRegression
 from skmip.exceptions import PrivacyWarning
-from skmip.subsampled import SubsampledDPClassifier
+from skmip.defend.subsampled import SubsampledDPClassifier
 
 TARGETS = (0.953, 0.881, 0.731)  # Section 4.3: eps = 3, 2, 1 at T = 0.5 (delta = 1e-5, P(S|x*) >= 1%)
 #: Per dataset: the bound on a row's norm after preprocessing (a fixed, public choice, near
@@ -102,9 +102,9 @@ def bench_bounds(plots):
 
 # ---------------------------------------------------------------------------- 2. audit
 def _audit_cell(X, y, classes, T, eps, n_models, seed):
-    from skmip.attacks.lira import lira_scores
-    from skmip.game import play_membership_game
-    from skmip.metrics import check_positive_accuracy_bound, positive_accuracy
+    from skmip.audit.attacks.lira import lira_scores
+    from skmip.audit.game import play_membership_game
+    from skmip.audit.metrics import check_positive_accuracy_bound, positive_accuracy
 
     learner = DPLogisticRegression(eps, classes=classes, **SETTINGS["breast_cancer"])
     # sampling="bernoulli": each row is a member with probability T, independently -- the

@@ -2,7 +2,7 @@
 
 Setup: adult's 10 categorical and binned columns (``bench_marginal_synthesis.adult_categorical``),
 a random subsample of ``--rows`` records (seed 0) as the pool D. Each synthesizer is audited by
-``skmip.synth_audit.SynthesizerAuditor`` with ``--models`` synthesizers, each fitted on an exact
+``skmip.audit.synth_audit.SynthesizerAuditor`` with ``--models`` synthesizers, each fitted on an exact
 random half of D (``train_size=1.0``: the half is its D_train) and sampled ``len(D)`` records:
 
 * ``MIPMarginalSynthesizer(eta)`` on the Chow-Liu tree of D (exact coupling bound);
@@ -31,8 +31,8 @@ from bench_marginal_synthesis import adult_categorical  # the script's folder is
 
 from skmip import DPMarginalSynthesizer, MIPMarginalSynthesizer
 from skmip.bounds import mip_to_dp_epsilon
-from skmip.marginals import chow_liu_tree
-from skmip.synth_audit import CopyingSynthesizer, SynthesizerAuditor
+from skmip.release.marginals import chow_liu_tree
+from skmip.audit.synth_audit import CopyingSynthesizer, SynthesizerAuditor
 
 DELTA = 1e-6
 

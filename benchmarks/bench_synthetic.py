@@ -15,10 +15,10 @@ with plots written to ``docs/_static/synthetic_*.png``:
            of synthetic vs real records (mean per-feature Kolmogorov-Smirnov distance,
            relative correlation-matrix error) and accuracy of a logistic regression trained
            on synthetic records and tested on held-out real records.
-``audit``  The membership game (``skmip.game.play_membership_game``, exact halves) on
+``audit``  The membership game (``skmip.audit.game.play_membership_game``, exact halves) on
            ``MIPGaussianSynthesizer(train_size=1.0)``: the released parameters attacked by
            their likelihood (LOSS and LiRA) and the samples by distance to the closest
-           record; advantage vs the promised 2 eta (``skmip.metrics.check_mip_bound``),
+           record; advantage vs the promised 2 eta (``skmip.audit.metrics.check_mip_bound``),
            with non-private controls that the same attacks do catch.
 
 Usage::
@@ -45,25 +45,25 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
-from skmip.attacks import LiRA, LossAttack
+from skmip.audit.attacks import LiRA, LossAttack
 from skmip.bounds import mip_to_dp_epsilon
-from skmip.dp_baselines import (
+from skmip.release.dp_baselines import (
     analyze_gauss,
     dp_gradient_descent_second_moment,
     second_moment_gradient_norms,
 )
 from skmip.exceptions import PrivacyWarning
-from skmip.game import play_membership_game
-from skmip.metrics import check_mip_bound, membership_advantage
+from skmip.audit.game import play_membership_game
+from skmip.audit.metrics import check_mip_bound, membership_advantage
 from skmip.params import _project_psd
-from skmip.statistic import Statistic
-from skmip.synthetic import (
+from skmip.release.statistic import Statistic
+from skmip.release.gaussian import (
     CopyingSynthesizer,
     MIPGaussianSynthesizer,
     closest_record_signal,
     mean_and_covariance,
 )
-from skmip.wrappers import mip_noise_path
+from skmip.defend import mip_noise_path
 
 ROOT = Path(__file__).resolve().parents[1]
 DELTA = 1e-6  # DP failure probability, below 1/n for every dataset used here

@@ -28,7 +28,7 @@ from bench_any_estimator import evaluation_codes, make_models, mean_pairwise_tv
 from sklearn.model_selection import train_test_split
 
 from skmip import MIPNoiseWrapper, MIPTabularSynthesizer
-from skmip.domains import infer_domains
+from skmip.release.domains import infer_domains
 from skmip.exceptions import PrivacyWarning
 
 

@@ -2,52 +2,56 @@
 
 Defend (``MIPNoiseWrapper``, ``SubsampledDPClassifier``), measure (``MIAttackScorer``) and
 account (``skmip.bounds``). Importing skmip never imports torch, skorch, opacus,
-matplotlib or dask: those live in optional leaf modules (``skmip.nn``, ``skmip.display``).
+matplotlib or dask: those live in optional leaf modules (``skmip.nn``, ``skmip.audit.display``).
 """
 
 from __future__ import annotations
 
 import importlib
 
-__version__ = "0.1.0"
+from skmip import _moved
+
+__version__ = "0.2.0"
 
 # Public name -> module that defines it. Resolved on first access so that
 # ``import skmip`` stays light; every entry is checked by tests/test_public_api.py.
 _EXPORTS = {
     "PrivacyWarning": "skmip.exceptions",
-    "MIPNoiseWrapper": "skmip.wrappers",
-    "MIPNoiseWrapperCV": "skmip.wrappers",
-    "mip_noise_path": "skmip.wrappers",
-    "sample_mip_noise": "skmip.mechanisms",
-    "mip_noise_logpdf": "skmip.mechanisms",
-    "mip_norm": "skmip.mechanisms",
-    "exact_mip_advantage": "skmip.attacks.bayes",
-    "ExactAuditResult": "skmip.attacks.bayes",
-    "estimate_sigma": "skmip.moments",
-    "CentralMomentAccumulator": "skmip.moments",
+    "MIPNoiseWrapper": "skmip.defend",
+    "MIPNoiseWrapperCV": "skmip.defend",
+    "mip_noise_path": "skmip.defend",
+    "sample_mip_noise": "skmip.calibration.noise_laws",
+    "mip_noise_logpdf": "skmip.calibration.noise_laws",
+    "mip_norm": "skmip.calibration.noise_laws",
+    "exact_mip_advantage": "skmip.audit.attacks.bayes",
+    "ExactAuditResult": "skmip.audit.attacks.bayes",
+    "estimate_sigma": "skmip.calibration.spread.moments",
+    "CentralMomentAccumulator": "skmip.calibration.spread.moments",
     "get_adapter": "skmip.params",
     "register_adapter": "skmip.params",
-    "Statistic": "skmip.statistic",
-    "SubsampledDPClassifier": "skmip.subsampled",
-    "DPLogisticRegression": "skmip.dp_logistic",
-    "MIPGaussianSynthesizer": "skmip.synthetic",
-    "MIPMarginalSynthesizer": "skmip.marginals",
-    "DPMarginalSynthesizer": "skmip.marginals",
-    "MIPTabularSynthesizer": "skmip.tabular",
-    "MIAttackScorer": "skmip.scoring",
-    "make_mi_scorer": "skmip.scoring",
-    "SynthesizerAuditor": "skmip.synth_audit",
-    "play_membership_game": "skmip.game",
-    "MIAttackDisplay": "skmip.display",
-    "PrivacyUtilityDisplay": "skmip.display",
+    "Statistic": "skmip.release.statistic",
+    "SubsampledDPClassifier": "skmip.defend.subsampled",
+    "DPLogisticRegression": "skmip.defend.dp_logistic",
+    "MIPGaussianSynthesizer": "skmip.release.gaussian",
+    "MIPMarginalSynthesizer": "skmip.release.marginals",
+    "DPMarginalSynthesizer": "skmip.release.marginals",
+    "MIPTabularSynthesizer": "skmip.release.tabular",
+    "MIAttackScorer": "skmip.audit.scoring",
+    "make_mi_scorer": "skmip.audit.scoring",
+    "SynthesizerAuditor": "skmip.audit.synth_audit",
+    "play_membership_game": "skmip.audit.game",
+    "MIAttackDisplay": "skmip.audit.display",
+    "PrivacyUtilityDisplay": "skmip.audit.display",
 }
 
-_SUBMODULES = ("bounds", "mechanisms", "moments", "params", "exceptions", "wrappers", "statistic",
-    "subsampled", "dp_logistic", "datasets", "synthetic", "marginals", "tabular", "domains", "dp_baselines",
-    "nn", "game", "attacks", "metrics", "scoring", "display", "cli", "report", "training_check",
+_SUBMODULES = ("exceptions", "utils", "bounds", "params", "calibration", "defend", "release",
+    "audit", "app", "datasets", "nn",
 )
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
+
+# skmip 0.1's submodule paths (skmip.moments, skmip.wrappers, ...) still import, with a warning.
+_moved.install()
 
 
 def __getattr__(name):
@@ -57,6 +61,8 @@ def __getattr__(name):
         return value
     if name in _SUBMODULES:
         return importlib.import_module(f"skmip.{name}")
+    if f"skmip.{name}" in _moved.MOVED:
+        return importlib.import_module(f"skmip.{name}")  # the finder warns and redirects
     raise AttributeError(f"module 'skmip' has no attribute {name!r}")
 
 

@@ -2,6 +2,6 @@
 
 import sys
 
-from skmip.cli import main
+from skmip.app.cli import main
 
 sys.exit(main())

@@ -60,13 +60,13 @@ def _reaches(graph, start, goal):
 
 def test_report_is_below_the_cli():
     graph = _graph()
-    assert "skmip.report" in graph["skmip.cli"]
-    assert not _reaches(graph, "skmip.report", "skmip.cli")
+    assert "skmip.app.report" in graph["skmip.app.cli"]
+    assert not _reaches(graph, "skmip.app.report", "skmip.app.cli")
 
 
 def test_nothing_but_the_entry_point_imports_the_cli():
     graph = _graph()
-    importers = {m for m, deps in graph.items() if "skmip.cli" in deps}
+    importers = {m for m, deps in graph.items() if "skmip.app.cli" in deps}
     assert importers <= {"skmip.__main__"}
 
 
@@ -78,6 +78,6 @@ def test_the_torch_leaf_has_no_cycles():
             if b.startswith("skmip.nn.") and b != "skmip.nn":
                 assert not _reaches(graph, b, a), f"{a} <-> {b}"
     # seeding -> ensemble -> seeds: the batched trainer never reaches back to the nets.
-    assert "skmip.nn.ensemble" in graph["skmip.nn.seeding"]
-    assert not _reaches(graph, "skmip.nn.ensemble", "skmip.nn.seeding")
+    assert "skmip.nn.ensemble" in graph["skmip.nn.seeded_nets"]
+    assert not _reaches(graph, "skmip.nn.ensemble", "skmip.nn.seeded_nets")
     assert not any(d.startswith("skmip") for d in graph["skmip.nn.seeds"])

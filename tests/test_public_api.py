@@ -1,8 +1,10 @@
 """Rules that hold library-wide: public names, light imports, clonable/picklable estimators,
 documented parameters."""
 
+import importlib
 import inspect
 import pickle
+import re
 import subprocess
 import sys
 
@@ -10,6 +12,7 @@ import pytest
 from sklearn.base import BaseEstimator, clone
 
 import skmip
+from skmip import _moved
 
 
 @pytest.mark.parametrize("name", skmip.__all__)
@@ -25,7 +28,7 @@ def test_unknown_attribute_raises():
 def test_import_skmip_stays_light():
     """Importing skmip and using its core never imports torch, skorch, opacus, matplotlib or dask."""
     code = (
-        "import sys, skmip, skmip.bounds, skmip.params, skmip.wrappers, skmip.scoring, skmip.display, skmip.cli;"
+        "import sys, skmip, skmip.bounds, skmip.params, skmip.defend, skmip.audit.scoring, skmip.audit.display, skmip.app.cli;"
         "from skmip import MIPNoiseWrapper, MIAttackScorer, SubsampledDPClassifier;"
         "heavy = [m for m in ('torch', 'skorch', 'opacus', 'matplotlib', 'dask') if m in sys.modules];"
         "print(','.join(heavy))"
@@ -69,3 +72,14 @@ def test_every_init_parameter_is_documented(cls):
         names.update(x.strip() for x in n.split(","))
     missing = [p for p in inspect.signature(cls).parameters if p not in names]
     assert not missing, f"{cls.__name__}: undocumented parameters {missing}"
+
+
+@pytest.mark.parametrize("old", sorted(_moved.MOVED))
+def test_an_old_module_path_imports_the_moved_module_with_a_warning(old):
+    new = _moved.MOVED[old]
+    if new.startswith("skmip.nn"):
+        pytest.importorskip("skorch")
+    sys.modules.pop(old, None)
+    with pytest.warns(FutureWarning, match=re.escape(f"{old} moved to {new}")):
+        module = importlib.import_module(old)
+    assert module is importlib.import_module(new)

@@ -44,7 +44,7 @@ def recorder(monkeypatch, module, name):
 
 
 def test_mip_noise_wrapper_noise_and_dtrain(monkeypatch, data):
-    import skmip.wrappers.mip_noise as mod
+    import skmip.defend.mip_noise as mod
     from skmip import MIPNoiseWrapper
 
     roots = recorder(monkeypatch, mod, "resolve_rng")
@@ -61,26 +61,26 @@ def test_mip_noise_wrapper_noise_and_dtrain(monkeypatch, data):
 def test_other_release_paths(monkeypatch, data, where):
     X, y = data
     if where == "subsampled":
-        import skmip.subsampled as mod
+        import skmip.defend.subsampled as mod
         from skmip import SubsampledDPClassifier as make
 
         seen = recorder(monkeypatch, mod, "resolve_rng")
         make(sampling_rate=0.5, epsilon=1.0).fit(X, y)
     elif where == "dp_logistic":
-        import skmip.dp_logistic as mod
+        import skmip.defend.dp_logistic as mod
 
         seen = recorder(monkeypatch, mod, "resolve_rng")
         mod.DPLogisticRegression(classes=[0, 1]).fit(X, y)
     elif where == "synthetic":
-        import skmip.synthetic as mod
-        import skmip.wrappers.mip_noise as wrapper
+        import skmip.release.gaussian as mod
+        import skmip.defend.mip_noise as wrapper
 
         seen = recorder(monkeypatch, mod, "resolve_rng")
         noise = recorder(monkeypatch, wrapper, "spawn_generators")
         mod.MIPGaussianSynthesizer(eta=0.4, method="moments", n_splits=8).fit(X[:, :3]).sample(5)
         seen += noise
     else:
-        import skmip.marginals as mod
+        import skmip.release.marginals as mod
 
         seen = recorder(monkeypatch, mod, "resolve_rng")
         mod.DPMarginalSynthesizer(epsilon=1.0).fit(np.c_[y, (X[:, 0] > 0).astype(int)])

@@ -54,7 +54,7 @@ import math
 
 import numpy as np
 
-from skmip._validation import check_int, check_interval, check_option
+from skmip.utils.validation import check_int, check_interval, check_option
 
 __all__ = ["dpsgd_epsilon", "dpsgd_delta", "dpsgd_eta", "dpsgd_noise_multiplier"]
 

@@ -36,7 +36,7 @@ eta-MIP as soon as, for every :math:`x^* \in \mathcal{D}`,
 
 No dimension-dependent constant enters (compare Theorem 9's :math:`6.16/\eta` and its
 tail step). The expectation is over the real :math:`\mathcal{D}` and :math:`k`; it is
-estimated from draws of :math:`(D_{out}, e)` (see :mod:`skmip.sensitivity`), and this module
+estimated from draws of :math:`(D_{out}, e)` (see :mod:`skmip.calibration.swap`), and this module
 attaches a confidence statement to the estimate: an empirical-Bernstein upper bound
 (Maurer & Pontil 2009, Theorem 4) with a union bound over the targets.
 
@@ -49,7 +49,7 @@ Array convention. ``deltas`` holds whitened swap distances
 - shape ``(n_targets, n_draws, n_pairs)``: per independent draw of :math:`D_{out}`, several
   values whose average of :math:`\mathrm{TV}` is the draw's variable (several :math:`e`
   drawn in the same :math:`D_{out}`, or a compressed summary of all of them, see
-  :func:`skmip.sensitivity.estimate_swap_deltas`).
+  :func:`skmip.calibration.swap.estimate_swap_deltas`).
 
 Draws must be independent across axis 1 (for the confidence bound); values within a draw
 may be dependent. ``inf`` is allowed (a change in a coordinate the noise does not cover:
@@ -76,7 +76,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import erf
 
-from skmip._validation import check_eta, check_option
+from skmip.utils.validation import check_eta, check_option
 
 from skmip.bounds._common import scalar_or_array
 from skmip.bounds.betting import BET_FRACTIONS, _upper, betting_passes
@@ -107,7 +107,7 @@ def _prior_weight(owner, train_fraction):
 def _check_deltas(owner, deltas):
     """``deltas`` as a float array of shape (n_targets, n_draws, n_pairs); an object with
     ``blocks()`` and a 3-D ``shape`` whose first axis indexes to float rows (the rounds'
-    compact store, :class:`skmip.sensitivity.compact.CompactDistances`, checked when
+    compact store, :class:`skmip.calibration.swap.compact.CompactDistances`, checked when
     stored) passes as is, and is read a block of targets at a time."""
     if hasattr(deltas, "blocks") and len(getattr(deltas, "shape", ())) == 3:
         return deltas
@@ -411,7 +411,7 @@ def coupling_eta_per_target(
     weights : array_like of the shape of ``deltas`` (3-D), optional
         Probability of each value within its (target, draw), summing to 1 over axis 2:
         exhaustive deltas stored once per distinct value, with its multiplicity
-        (:func:`skmip.sensitivity.statistic_swap_deltas`). ``None``: equal weights.
+        (:func:`skmip.calibration.swap.statistic_swap_deltas`). ``None``: equal weights.
 
     Returns
     -------
@@ -419,7 +419,7 @@ def coupling_eta_per_target(
         :math:`\min(q,1-q)` times the average of :math:`2\Phi(\Delta/(2s)) - 1` over each
         target's draws: the empirical mean of the quantity the coupling bound needs below
         :math:`\eta`. Exact when ``deltas`` enumerates every :math:`(D_{out}, e)` with equal
-        weight (``engine="exact"`` in :mod:`skmip.sensitivity`), an unbiased estimate when the
+        weight (``engine="exact"`` in :mod:`skmip.calibration.swap`), an unbiased estimate when the
         draws are random.
 
     Raises
@@ -572,7 +572,7 @@ def coupling_eta_upper(
         bound): target :math:`x` is bounded at :math:`\delta = \alpha\pi_x` with the shares
         normalised to :math:`\sum_x\pi_x = 1`; each must be > 0. They must be fixed before
         the draws (a function of :math:`\mathcal{D}`, e.g.
-        :func:`skmip.sensitivity.design_target_shares`). ``None``: :math:`\alpha/n_t` each.
+        :func:`skmip.calibration.swap.design_target_shares`). ``None``: :math:`\alpha/n_t` each.
 
     Returns
     -------

@@ -185,7 +185,7 @@ def dp_epsilon_lower_bound(
     Jagielski et al. (2020) and Nasr et al. (2021, "Equations 4 and 5" with
     Clopper--Pearson). The counts must come from one threshold fixed independently of them;
     maximising over thresholds on the same trials makes the confidence nominal only (see
-    :func:`skmip.metrics.empirical_epsilon`, which selects the threshold on held-out trials).
+    :func:`skmip.audit.metrics.empirical_epsilon`, which selects the threshold on held-out trials).
 
     Membership games are not the neighbouring-dataset games of DP: the bound applies to the
     DP guarantee of the whole training pipeline only insofar as the game's member and

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from skmip._validation import ETA_WHY
+from skmip.utils.validation import ETA_WHY
 
 from skmip.bounds._common import scalar_or_array as _out
 

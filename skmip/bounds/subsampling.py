@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import expit
 
-from skmip._validation import check_option
+from skmip.utils.validation import check_option
 from skmip.exceptions import PrivacyWarning
 
 from skmip.bounds._common import scalar_or_array as _out

@@ -7,10 +7,10 @@ Contents
 --------
 - :class:`NeuralNetClassifier`, :class:`NeuralNetRegressor` — skorch nets with a
   ``random_state`` that seeds module initialisation and data order without touching the
-  caller's global torch RNG (:mod:`skmip.nn.seeding`).
+  caller's global torch RNG (:mod:`skmip.nn.seeded_nets`).
 - :class:`MLPModule` — a small fully connected torch module for tabular data.
 - :class:`SkorchAdapter` — fitted net <-> flat parameter vector, for
-  :class:`skmip.wrappers.MIPNoiseWrapper` and the audits (:mod:`skmip.nn.params`).
+  :class:`skmip.defend.MIPNoiseWrapper` and the audits (:mod:`skmip.nn.params`).
 - :func:`fit_ensemble`, :func:`ensemble_vectors` — many copies of one net trained in one
   batched ``torch.func.vmap`` run, matching sequential fits (:mod:`skmip.nn.ensemble`);
   ``SeededNetMixin.fit_subsets`` is the hook for split fits and shadow pools.
@@ -22,7 +22,7 @@ Contents
   batches from full OS entropy or ``os.urandom``; ``privacy="gmip"`` calibrates the noise
   to mu-GMIP (Leemann et al.) instead (:mod:`skmip.nn.dpsgd`).
 - :class:`PrivateHeadClassifier` — a linear softmax head solved exactly on a frozen
-  (public) torch backbone: a GLM on fixed features, so :class:`skmip.wrappers.MIPNoiseWrapper`
+  (public) torch backbone: a GLM on fixed features, so :class:`skmip.defend.MIPNoiseWrapper`
   noises only the head, calibrated by the coupling bound (:mod:`skmip.nn.head`).
 """
 
@@ -47,7 +47,7 @@ from skmip.nn.grads import glir_audit, per_sample_gradients, sgd_step_gradients 
 from skmip.nn.head import PrivateHeadClassifier  # noqa: E402
 from skmip.nn.modules import MLPModule  # noqa: E402
 from skmip.nn.params import SkorchAdapter  # noqa: E402
-from skmip.nn.seeding import NeuralNetClassifier, NeuralNetRegressor, SeededNetMixin  # noqa: E402
+from skmip.nn.seeded_nets import NeuralNetClassifier, NeuralNetRegressor, SeededNetMixin  # noqa: E402
 
 __all__ = [
     "DPNeuralNetClassifier",

@@ -1,7 +1,7 @@
 """DP-SGD and mu-GMIP noisy SGD for skorch nets, with Opacus.
 
 :class:`DPNeuralNetClassifier` is a skorch ``NeuralNetClassifier`` (seeded, see
-:mod:`skmip.nn.seeding`) whose training steps clip per-sample gradients and add Gaussian
+:mod:`skmip.nn.seeded_nets`) whose training steps clip per-sample gradients and add Gaussian
 noise (Abadi et al.; Opacus' ``DPOptimizer`` and per-sample gradient hooks). Three ways to
 choose the noise:
 
@@ -25,7 +25,7 @@ Whatever steered the noise, every printed figure comes from a rigorous accountan
 Randomness: batches and noise are drawn with numpy from a generator holding 128 bits of
 fresh OS entropy per fit (:func:`skmip.nn.seeds.release_generator`), or with
 ``secure_mode=True`` from ``os.urandom`` with a floating-point-safe Gaussian sampler
-(:class:`skmip.os_random.OSRandomGenerator`); the noise is copied to the parameters'
+(:class:`skmip.utils.os_random.OSRandomGenerator`); the noise is copied to the parameters'
 device. Opacus' ``DPOptimizer`` clips, and its noise step is replaced by these draws.
 
 :class:`DPSGDLogisticRegression` is the same machinery on a linear module, as a
@@ -42,7 +42,7 @@ import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from skmip._validation import check_interval, check_option
+from skmip.utils.validation import check_interval, check_option
 from skmip.bounds.accounting import dpsgd_epsilon, dpsgd_eta, dpsgd_noise_multiplier
 from skmip.bounds.gmip import (
     gdp_mu,
@@ -53,11 +53,11 @@ from skmip.bounds.gmip import (
     mu_to_eta,
 )
 from skmip.exceptions import check_privacy_seed, warn_not_cryptographic
-from skmip.os_random import OSRandomGenerator
+from skmip.utils.os_random import OSRandomGenerator
 
 from skmip.nn.modules import MLPModule
 from skmip.nn.sampling import PoissonBatchSampler, UniformBatchSampler
-from skmip.nn.seeding import NeuralNetClassifier
+from skmip.nn.seeded_nets import NeuralNetClassifier
 from skmip.nn.seeds import release_generator
 from skmip.nn.validation import check_net_X, check_net_y
 
@@ -134,7 +134,7 @@ class DPNeuralNetClassifier(NeuralNetClassifier):
         looser). The calibration from ``epsilon`` uses the same accountant.
     secure_mode : bool, default=False
         Draw the batches and the noise from ``os.urandom`` with a Gaussian sampler hardened
-        against floating-point attacks (:class:`skmip.os_random.OSRandomGenerator`; no
+        against floating-point attacks (:class:`skmip.utils.os_random.OSRandomGenerator`; no
         torchcsprng needed). Requires ``random_state=None``. The default draws from numpy's
         PCG64 seeded with 128 bits of OS entropy per fit, which cannot be enumerated but is
         not a cryptographic generator; it warns once per process.
@@ -170,7 +170,7 @@ class DPNeuralNetClassifier(NeuralNetClassifier):
     epsilon_ : float
         Rigorous upper bound on the spent epsilon at ``delta_``. ``"dp"``: add/remove-one
         neighbours, Poisson sampling (the adjacency ``epsilon`` targets, and the one
-        :class:`~skmip.subsampled.SubsampledDPClassifier` needs). ``"gdp"``/``"gmip"``:
+        :class:`~skmip.defend.subsampled.SubsampledDPClassifier` needs). ``"gdp"``/``"gmip"``:
         replace-one neighbours, fixed-size batches (the only relation under which a fixed
         batch fraction is defined). ``inf`` without noise.
     epsilon_replace_one_ : float

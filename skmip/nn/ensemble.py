@@ -1,6 +1,6 @@
 """Many copies of one skorch net, trained on different row subsets in one batched run.
 
-:class:`skmip.wrappers.MIPNoiseWrapper` fits the same net on many half-splits of the data
+:class:`skmip.defend.MIPNoiseWrapper` fits the same net on many half-splits of the data
 (Izzo et al., Algorithm 1), and membership audits train pools of shadow models. For small
 nets each fit is dominated by Python and kernel-launch overhead, so training M copies as
 one "stacked" model (``torch.func.stack_module_state`` + ``vmap`` over

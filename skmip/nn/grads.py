@@ -6,7 +6,7 @@
 order). :func:`sgd_step_gradients` replays ``k`` plain SGD steps on a batch and records
 what an attacker of Leemann et al. sees: the averaged gradient of each step and the
 parameters it was taken at. :func:`glir_audit` feeds both to
-:func:`skmip.attacks.glir.glir_scores` (Leemann Algorithm 1).
+:func:`skmip.audit.attacks.glir.glir_scores` (Leemann Algorithm 1).
 """
 
 from __future__ import annotations
@@ -190,9 +190,9 @@ def glir_audit(
     include : sequence of str or None, default=None
         Trained/observed parameters (e.g. ``["output.*"]``).
     ridge : float, default=0.0
-        Covariance regulariser, see :func:`skmip.attacks.glir.glir_scores`.
+        Covariance regulariser, see :func:`skmip.audit.attacks.glir.glir_scores`.
     statistic : {"theorem", "paper"}, default="theorem"
-        See :func:`skmip.attacks.glir.glir_scores`.
+        See :func:`skmip.audit.attacks.glir.glir_scores`.
     return_log_p : bool, default=False
         Return summed log p-values instead of scores.
 
@@ -213,7 +213,7 @@ def glir_audit(
     ----------
     Leemann et al., Algorithm 1, Theorem 5.1, §6.1, Figure 2.
     """
-    from skmip.attacks.glir import glir_scores
+    from skmip.audit.attacks.glir import glir_scores
 
     nets, means = sgd_step_gradients(net, X_batch, y_batch, n_steps=n_steps, lr=lr, include=include)
     queries = np.stack([per_sample_gradients(w, X_query, y_query, include=include) for w in nets])

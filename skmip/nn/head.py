@@ -10,8 +10,8 @@ registers, for it,
 
 * a parameter adapter whose vector is the head only (:func:`skmip.params.get_adapter`): the
   backbone is a hyper-parameter, not a fitted parameter, so it is never noised, and
-* a smooth loss (:func:`skmip.sensitivity.get_smooth_loss`) whose blocks are the logistic
-  blocks on the features, so that :class:`skmip.wrappers.MIPNoiseWrapper` calibrates the
+* a smooth loss (:func:`skmip.calibration.swap.get_smooth_loss`) whose blocks are the logistic
+  blocks on the features, so that :class:`skmip.defend.MIPNoiseWrapper` calibrates the
   head's noise by the coupling bound (``docs/coupling.md``): the target-exact ``"newton"``
   engine, with one margin for two classes and K margins (multinomial loss) for more.
 
@@ -31,9 +31,9 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from skmip._validation import check_int, check_interval
+from skmip.utils.validation import check_int, check_interval
 from skmip.params import get_adapter, register_adapter
-from skmip.sensitivity import get_smooth_loss, register_smooth_loss
+from skmip.calibration.swap import get_smooth_loss, register_smooth_loss
 
 __all__ = ["PrivateHeadClassifier"]
 
@@ -70,7 +70,7 @@ class PrivateHeadClassifier(ClassifierMixin, BaseEstimator):
 
     (intercept unpenalised; binary: one row of :math:`W`, multiclass: the multinomial
     loss), scikit-learn's ``LogisticRegression`` objective on the features. Wrapped in
-    :class:`skmip.wrappers.MIPNoiseWrapper`, only the head is noised, with Gaussian noise
+    :class:`skmip.defend.MIPNoiseWrapper`, only the head is noised, with Gaussian noise
     calibrated by the coupling bound.
 
     Parameters
@@ -87,7 +87,7 @@ class PrivateHeadClassifier(ClassifierMixin, BaseEstimator):
         Fit an unpenalised intercept per class.
     tol : float, default=1e-10
         Tolerance of the Newton-Cholesky solver. The coupling calibration describes the
-        exact minimiser, and :class:`~skmip.wrappers.MIPNoiseWrapper` polishes the head to
+        exact minimiser, and :class:`~skmip.defend.MIPNoiseWrapper` polishes the head to
         it, but a tight tolerance makes the split fits themselves exact.
     max_iter : int, default=100
         Newton iterations of the solver.

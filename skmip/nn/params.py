@@ -47,7 +47,7 @@ class SkorchAdapter:
         From :meth:`get_vector` when ``require_seed`` and the net has no
         ``random_state``: a plain skorch net draws a new random initialisation at every
         fit, so the spread of its parameters over split fits (what
-        :class:`skmip.wrappers.MIPNoiseWrapper` calibrates the noise to) would measure
+        :class:`skmip.defend.MIPNoiseWrapper` calibrates the noise to) would measure
         the initialisation, not the data.
     ValueError
         If the patterns select no tensor, or a vector of the wrong length is written.

@@ -1,7 +1,7 @@
 """The seeds of one seeded training call, and a block with torch's global RNG seeded then restored.
 
 The lowest layer of skmip's torch leaf: :mod:`skmip.nn.ensemble` (batched fits) and
-:mod:`skmip.nn.seeding` (the seeded skorch nets) both draw their randomness through these
+:mod:`skmip.nn.seeded_nets` (the seeded skorch nets) both draw their randomness through these
 functions, so a batched member and a sequential fit see the same draws. It imports nothing
 else from skmip.
 """

@@ -35,7 +35,7 @@ parameters that make up the vector, by the module that holds them:
   parameters).
 * ``pipeline`` -- :class:`PipelineAdapter`: ``Pipeline``: the vectors of all its steps,
   concatenated.
-* ``statistic`` -- :class:`StatisticAdapter`: :class:`skmip.statistic.Statistic`:
+* ``statistic`` -- :class:`StatisticAdapter`: :class:`skmip.release.statistic.Statistic`:
   ``statistic_``.
 
 The protocol, the block base class and :class:`AttributeAdapter` (what ``params=[...]``
@@ -53,7 +53,7 @@ References
 from __future__ import annotations
 
 from skmip.params._base import AttributeAdapter, ParamAdapter
-from skmip.params._linalg import _project_psd  # noqa: F401  (skmip.synthetic, skmip.dp_baselines import it here)
+from skmip.params._linalg import _project_psd  # noqa: F401  (skmip.release.gaussian, skmip.release.dp_baselines import it here)
 from skmip.params.covariance import CovarianceAdapter, GaussianMixtureAdapter
 from skmip.params.linear import LinearModelAdapter
 from skmip.params.neural import MLPAdapter

@@ -22,7 +22,7 @@ def _is_instance(estimator, class_path):
 
     No instance of a class can exist before its module has been imported, so a module missing
     from ``sys.modules`` answers ``False`` at no cost. The registry recognises classes of
-    modules above it (``skmip.statistic``) or of optional libraries (skorch) this way, without
+    modules above it (``skmip.release.statistic``) or of optional libraries (skorch) this way, without
     an upward or a heavy import.
     """
     module_name, _, name = class_path.rpartition(".")

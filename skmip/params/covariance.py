@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
-from skmip._validation import check_option
+from skmip.utils.validation import check_option
 
 from skmip.params._base import _BlockAdapter, _like, _require
 from skmip.params._linalg import (

@@ -8,7 +8,7 @@ import numbers
 
 import numpy as np
 
-from skmip._validation import check_option
+from skmip.utils.validation import check_option
 
 from skmip.params._base import _BlockAdapter, _like, _require
 

@@ -1,4 +1,4 @@
-"""Released statistics: :class:`skmip.statistic.Statistic` (a vector, a symmetric or a
+"""Released statistics: :class:`skmip.release.statistic.Statistic` (a vector, a symmetric or a
 positive semidefinite matrix computed from the data)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from skmip.params._linalg import _pack_symmetric, _project_psd, _unpack_symmetri
 
 
 class StatisticAdapter(_BlockAdapter):
-    """:class:`skmip.statistic.Statistic`: its ``statistic_``, laid out by ``structure_``.
+    """:class:`skmip.release.statistic.Statistic`: its ``statistic_``, laid out by ``structure_``.
 
     Notes
     -----
@@ -24,7 +24,7 @@ class StatisticAdapter(_BlockAdapter):
     Examples
     --------
     >>> from skmip.params import get_adapter
-    >>> from skmip.statistic import Statistic
+    >>> from skmip.release.statistic import Statistic
     >>> from sklearn.datasets import load_iris
     >>> X, _ = load_iris(return_X_y=True)
     >>> stat = Statistic("second_moment").fit(X)
@@ -58,5 +58,5 @@ class StatisticAdapter(_BlockAdapter):
 
 
 def _is_statistic(estimator):
-    # skmip.statistic sits above this package: recognised by import path, never imported.
-    return _is_instance(estimator, "skmip.statistic.Statistic")
+    # skmip.release.statistic sits above this package: recognised by import path, never imported.
+    return _is_instance(estimator, "skmip.release.statistic.Statistic")

@@ -1,0 +1,549 @@
+"""The ``skmip`` command: audit a model and its private versions on real data, in one go.
+
+``skmip`` with no arguments audits, on the bundled UCI German credit data, a small neural
+network that leaks (the attacks find members at many times the false-positive rate) next to the
+same network trained by noisy SGD calibrated to mu-GMIP (Leemann et al.), and a logistic
+regression next to its coupling-calibrated :class:`~skmip.MIPNoiseWrapper` version. Each model
+is attacked with :class:`~skmip.audit.scoring.MIAttackScorer` -- by default every attack that applies
+(RMIA, LiRA, LOSS) on the same shadow models, the strongest at 1% FPR reported and named -- and
+the table shows utility, measured attack success and the promised bound side by side. The
+JSON and HTML reports are rewritten after every row, so a run that is stopped keeps the rows
+it finished.
+
+``--estimator`` audits what you run instead: an alias, an import path with parameters, or a
+pickled estimator (``--estimator-file``); :mod:`skmip.app.audit_plan` decides which defenses
+apply to it and says why the others do not. The table and the HTML report are written by
+:mod:`skmip.app.report`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+
+from skmip.app.audit_plan import ALIASES, DEFENSES, FPR, SHOWCASE, PlanError
+from skmip.app.report import NOTE, calibration_of, fit_warning_lines, format_table, format_warnings
+
+__all__ = ["main", "build_parser", "run", "format_table"]
+
+ESTIMATORS = ALIASES  # kept for scripts that read it
+MIN_ROWS = 40
+DEFAULT_DATASET = "german_credit"
+
+
+class CLIError(Exception):
+    """A user error: printed as one line, exit code 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from skmip.datasets import DATASETS
+
+    p = argparse.ArgumentParser(
+        prog="skmip",
+        description=(
+            "Audit a model and its membership-inference-private versions on real data: "
+            "utility, the strongest attack's success (named) and the promised bound, side by side. "
+            "With no --estimator: a neural network that leaks next to its GMIP noisy-SGD "
+            "version, and a logistic regression next to its coupling-calibrated MIP version."
+        ),
+    )
+    p.add_argument("--dataset", default=DEFAULT_DATASET,
+                   help=f"a bundled dataset ({', '.join(DATASETS)}) or a path to a CSV file with a "
+                        f"header (then --target is required; delimiter ',', ';' or tab, sniffed; a "
+                        f"UTF-8 byte-order mark is dropped). Default: {DEFAULT_DATASET}.")
+    p.add_argument("--target", help="label column of a CSV dataset")
+    p.add_argument("--categorical", action="append", metavar="COLUMN",
+                   help="CSV column of categories: one-hot encoded with the sorted values the file "
+                        "holds. Repeat for several.")
+    p.add_argument("--categories", action="append", metavar="COLUMN=A,B,...",
+                   help="CSV column of categories with its public category list (one-hot; a value "
+                        "outside the list is an error). Repeat for several.")
+    p.add_argument("--missing", choices=("fill", "keep"), default="fill",
+                   help="missing numeric cells of a CSV: fill (after standardising, set to 0, the "
+                        "column's mean over the file, and add a 0/1 column COLUMN=missing) or keep "
+                        "(pass NaN to the estimator, e.g. a Pipeline with SimpleImputer from "
+                        "--estimator-file, so the imputation is part of what is audited). Default: fill.")
+    p.add_argument("--estimator", action="append", metavar="NAME",
+                   help="model to audit; repeat for several. An alias: logreg (LogisticRegression, "
+                        "C=0.1) or mlp (one hidden layer of 64: a seeded skorch net when the torch "
+                        "extra is installed, else scikit-learn's MLPClassifier); or an import path, "
+                        "with parameters as scikit-learn prints them: "
+                        "'sklearn.ensemble.HistGradientBoostingClassifier(max_iter=200)'. "
+                        "The text is parsed, never evaluated: only subclasses of "
+                        "sklearn.base.BaseEstimator are constructed (checked on the class before "
+                        "any call), with literal arguments or nested estimator calls. "
+                        "Default: mlp and logreg with the defenses that fix them.")
+    p.add_argument("--param", action="append", metavar="NAME=VALUE",
+                   help="parameter of every --estimator (a Python literal; other text is a string), "
+                        "e.g. --param max_iter=200. Repeat for several.")
+    p.add_argument("--estimator-file", action="append", metavar="MODEL.pkl",
+                   help="a pickled unfitted classifier or Pipeline (pickle.dump or joblib.dump) to "
+                        "audit. Unpickling runs code from the file: only use files you trust.")
+    p.add_argument("--defense", choices=DEFENSES, action="append",
+                   help="defense(s) to audit; repeat for several: mip (MIPNoiseWrapper), "
+                        "subsampled-dp (SubsampledDPClassifier), dp-sgd and gmip (noisy SGD of a "
+                        "torch network). The baseline (none) is always shown. Default: every "
+                        "defense that applies to each estimator; the others are listed with the reason.")
+    p.add_argument("--eta", type=float, action="append",
+                   help="eta of the MIP defense; repeat for several. Default: 0.1 and 0.3 "
+                        "(0.3 in the no-argument run).")
+    p.add_argument("--mip-method", choices=("auto", "coupling", "moments"), default="auto",
+                   help="noise calibration of MIPNoiseWrapper: coupling (tight; logistic "
+                        "regression), moments (Izzo et al. Cor. 10, any model) or auto "
+                        "(coupling where it applies). Default: auto.")
+    p.add_argument("--n-rounds", type=int, default=150,
+                   help="rounds of swap distances for the coupling calibration (the wrapper's "
+                        "default for a release is 1000; fewer rounds need more noise and only "
+                        "allow larger eta). Default: 150.")
+    p.add_argument("--mu", type=float, default=1.0,
+                   help="mu of the GMIP noisy-SGD defense (Leemann et al.). Default: 1.")
+    p.add_argument("--epsilon", type=float, default=2.0,
+                   help="epsilon of the DP-SGD defense (delta = 1/(10 n)). Default: 2.")
+    p.add_argument("--bound", type=float, default=0.881,
+                   help="target positive-accuracy bound of the subsampled-DP defense "
+                        "(Thudi et al. Thm 3.3). Default: 0.881.")
+    p.add_argument("--sampling-rate", type=float, default=0.5,
+                   help="sampling rate of the subsampled-DP defense. Default: 0.5.")
+    p.add_argument("--attack", action="append", metavar="NAME",
+                   choices=("auto", *_attack_names()),
+                   help="attack to run on every row's membership game; repeat for several (the "
+                        "strongest at 1%% FPR is reported, named in the table's attack column, with "
+                        "the 95%% confidence statements Bonferroni-corrected for the choice). auto: "
+                        "every attack that applies (rmia, rmia_offline, lira, lira_offline, loss) on "
+                        "the same shadow models. Default: auto.")
+    p.add_argument("--n-models", type=int, default=16,
+                   help="models in each membership game (LiRA needs >= 4). Default: 16.")
+    p.add_argument("--n-splits", type=int, default=32,
+                   help="random subsets over which MIPNoiseWrapper measures the spread. Default: 32.")
+    p.add_argument("--n-samples", type=int, default=None,
+                   help="use a random subset of this many rows (quick runs on large data); a CSV "
+                        "file is subsampled while it is read, so memory follows the rows kept")
+    p.add_argument("--n-jobs", type=int, default=None,
+                   help="models of a membership game fitted in parallel (joblib processes; -1: all "
+                        "cores). Default: all cores for the MIP rows, where every model is a whole "
+                        "noise calibration; one process for the others, whose fits take less time "
+                        "than starting a worker.")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the audit (splits, games, and each model's seed in the game). "
+                        "Right for an audit, wrong for a release. Default: 0.")
+    p.add_argument("--synthesizer", action="append", metavar="NAME",
+                   help="audit a synthesizer of the dataset's records instead of a model; repeat for "
+                        "several: mip-marginal (MIPMarginalSynthesizer at each --eta), dp-marginal "
+                        "(DPMarginalSynthesizer at the equal promise), copying (a control that copies "
+                        "training records). Attacks: density ratio (DOMIAS), closest record, and the "
+                        "likelihood of the noisy marginals (docs/auditing.md, 'Auditing a synthesizer').")
+    p.add_argument("--bins", type=int, default=6,
+                   help="with --synthesizer: quantile bins of each numeric column (the records are "
+                        "categorical). Default: 6.")
+    p.add_argument("--json", metavar="OUT", help="also write the results as JSON to OUT")
+    p.add_argument("--report", metavar="OUT.html",
+                   help="also write a self-contained HTML report: the ROC curves of all rows on "
+                        "log-log axes with the promised bounds, and a privacy-utility plot")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    return p
+
+
+def _attack_names():
+    from skmip.audit.attacks import available_attacks
+
+    return available_attacks()
+
+
+class _LineWriter:
+    """A text stream that hands every complete line to ``say``: the library's verbose
+    progress (printed to standard output) becomes the command's progress (standard error)."""
+
+    def __init__(self, say, prefix=""):
+        self.say, self.prefix, self.buffer = say, prefix, ""
+
+    def write(self, text):
+        self.buffer += text
+        *lines, self.buffer = self.buffer.split("\n")
+        for line in lines:
+            if line.strip():
+                self.say(f"{self.prefix}{line}")
+        return len(text)
+
+    def flush(self):
+        pass
+
+
+def _progress(enabled):
+    start = time.perf_counter()
+
+    def say(message):
+        if enabled:
+            print(f"[skmip {time.perf_counter() - start:6.1f}s] {message}", file=sys.stderr, flush=True)
+
+    return say
+
+
+def _category_lists(args):
+    out = {}
+    for item in args.categories or []:
+        name, sep, values = item.partition("=")
+        cats = [v.strip() for v in values.split(",") if v.strip()]
+        if not sep or not name.strip() or not cats:
+            raise CLIError(f"--categories {item!r}: expected COLUMN=A,B,..., e.g. --categories colour=red,green,blue.")
+        out[name.strip()] = cats
+    return out
+
+
+def _load(args):
+    from skmip.datasets import DATASETS, load_csv, load_dataset
+
+    csv_options = args.categorical or args.categories
+    if args.dataset in DATASETS:
+        if csv_options:
+            raise CLIError(f"--categorical/--categories describe a CSV file; --dataset {args.dataset} is bundled and already encoded.")
+        bunch = load_dataset(args.dataset, n_samples=args.n_samples, random_state=args.seed)
+        bunch.missing = {}
+    elif args.dataset.lower().endswith(".csv") or os.path.exists(args.dataset):
+        # The file first: a missing file is the first thing to fix, before any other option.
+        if not os.path.isfile(args.dataset):
+            raise CLIError(f"--dataset: no such file: {args.dataset}")
+        if not os.access(args.dataset, os.R_OK):
+            raise CLIError(f"--dataset: {args.dataset} is not readable (check its permissions).")
+        if not args.target:
+            raise CLIError(f"--dataset {args.dataset} is a CSV file: name its label column with --target COLUMN.")
+        try:
+            # --n-samples is applied while reading: memory follows the rows kept, not the file.
+            bunch = load_csv(args.dataset, args.target, categorical=args.categorical or (),
+                             categories=_category_lists(args), n_samples=args.n_samples,
+                             random_state=args.seed)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise CLIError(str(exc)) from None
+    else:
+        raise CLIError(f"--dataset: {args.dataset!r} is neither a bundled dataset ({', '.join(DATASETS)}) nor a CSV file.")
+    X, y = bunch.data, bunch.target
+    if len(X) < MIN_ROWS:
+        raise CLIError(
+            f"--dataset: {len(X)} rows is too few for an audit (need at least {MIN_ROWS}: each "
+            "model trains on half of a pool that is itself part of the data)."
+        )
+    if np.unique(y).size < 2:
+        raise CLIError("--target: the label column has a single value; a classifier needs two or more classes.")
+    return bunch
+
+
+def _preprocess(bunch, missing, say):
+    """Standardise with the whole file's statistics; fill or keep missing numeric cells.
+
+    Both are fixed functions of the whole file, computed before any model is trained (as in
+    the papers' experiments): the audit covers the training, not this step. ``keep`` leaves
+    NaN for an estimator or Pipeline that handles it, which is then audited with it.
+    """
+    from sklearn.preprocessing import StandardScaler
+
+    X = StandardScaler().fit_transform(bunch.data)  # NaN-aware: ignored in fit, kept in transform
+    names = list(bunch.feature_names)
+    holes = np.isnan(X)
+    if holes.any():
+        cols = np.flatnonzero(holes.any(axis=0))
+        listed = ", ".join(f"{names[j]} ({int(holes[:, j].sum())})" for j in cols)
+        if missing == "fill":
+            X = np.where(holes, 0.0, X)
+            X = np.hstack([X, holes[:, cols].astype(np.float64)])
+            names += [f"{names[j]}=missing" for j in cols]
+            say(f"missing cells in {listed}: set to the column mean, with a 0/1 column COLUMN=missing each")
+        else:
+            say(f"missing cells in {listed}: passed to the estimator as NaN (--missing keep)")
+    return X, names
+
+
+def _parse_estimators(args):
+    """[(EstimatorSpec, defenses or None)] in the order given; the showcase when none is."""
+    from skmip.app.audit_plan import estimator_from_file, estimator_from_name, parse_params
+
+    params = parse_params(args.param)
+    if params and not args.estimator:
+        raise CLIError("--param sets parameters of an --estimator; name one, e.g. --estimator "
+                       "sklearn.ensemble.RandomForestClassifier --param max_depth=5.")
+    specs = [estimator_from_name(text, params) for text in args.estimator or []]
+    specs += [estimator_from_file(path) for path in args.estimator_file or []]
+    wanted = None if args.defense is None else [d for d in args.defense if d != "none"]
+    if specs:
+        return [(spec, wanted) for spec in specs], False
+    return [
+        (estimator_from_name(name), list(defenses) if wanted is None else wanted)
+        for name, defenses in SHOWCASE
+    ], True
+
+
+def _missing_values_hint(exc, args):
+    text = str(exc)
+    if "NaN" in text and args.missing == "keep":
+        return (f"the estimator does not accept missing values ({text.splitlines()[0]}). Use "
+                "--missing fill, or a Pipeline with SimpleImputer via --estimator-file.")
+    return None
+
+
+def run(args, say=print, on_row=None):
+    """Run the audit described by parsed ``args``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+    say : callable, default=print
+        Progress messages.
+    on_row : callable, default=None
+        ``on_row(rows, bunch, n_planned)`` after every finished row, with the rows so far
+        (the command rewrites its reports there, so a stopped run keeps them).
+
+    Returns
+    -------
+    rows : list of dict
+        One per audited model (the fields of the ``--json`` output, plus private arrays under
+        keys starting with ``_``).
+    bunch : Bunch
+        The dataset, with ``skipped`` (the defenses that did not apply, and why),
+        ``estimators`` (their names) and ``showcase`` (whether the default plan ran).
+    """
+    from sklearn.base import clone
+    from sklearn.model_selection import train_test_split
+
+    from skmip.utils.rng import fix_inner_random_state
+    from skmip.audit.attacks.suite import resolve_attacks
+    from skmip.app.audit_plan import plan_rows
+    from skmip.exceptions import PrivacyWarning, TrainingFailedError
+    from skmip.audit.scoring import MIAttackScorer
+
+    try:
+        pairs, showcase = _parse_estimators(args)
+    except PlanError as exc:
+        raise CLIError(str(exc)) from None
+    if showcase and args.eta is None:
+        # One eta in the no-argument run: the coupling calibration is its slowest row.
+        args.eta = [0.3]
+    args.eta = args.eta or [0.1, 0.3]
+    bunch = _load(args)
+    X, names = _preprocess(bunch, args.missing, say)
+    y = bunch.target
+    X_pool, X_test, y_pool, y_test = train_test_split(
+        X, y, test_size=0.3, random_state=args.seed, stratify=y
+    )
+    say(f"dataset {bunch.description}: {len(X)} rows, {X.shape[1]} features; "
+        f"{len(X_pool)} in the audit pool, {len(X_test)} held out for utility")
+    try:
+        plans, skipped = plan_rows(pairs, args, X.shape[1], np.unique(y).size, len(X_pool))
+    except PlanError as exc:
+        raise CLIError(str(exc)) from None
+    for s in skipped:
+        say(f"{s.estimator}: {s.defense} does not apply: {s.reason}")
+    attack = "auto" if not args.attack or "auto" in args.attack else list(dict.fromkeys(args.attack))
+    bunch.skipped = skipped
+    bunch.showcase = showcase
+    bunch.feature_names = names
+    bunch.estimators = []
+    rows = []
+    base = {}
+    for i, plan in enumerate(plans, start=1):
+        label = f"[{i}/{len(plans)}] {plan.estimator}: {plan.defense}"
+        say(f"{label}: fitting for utility")
+        with warnings.catch_warnings(record=True) as raised:
+            # Every warning of the fit for utility is kept for the row (the fit that stands for
+            # the release); the game's own fits are silenced below.
+            warnings.simplefilter("always", UserWarning)
+            warnings.filterwarnings("ignore", module="opacus")
+            try:
+                model = fix_inner_random_state(plan.make(), args.seed)
+                if not args.quiet and type(model).__module__.startswith("skmip.defend"):
+                    # A noise calibration takes minutes: its stages and rounds, with the time
+                    # left, are the progress of this step.
+                    model.set_params(verbose=1)
+                with contextlib.redirect_stdout(_LineWriter(say, f"{label}: ")):
+                    model.fit(X_pool, y_pool)
+            except Exception as exc:  # noqa: BLE001 - the user's estimator may raise anything
+                note = _missing_values_hint(exc, args) or f"{type(exc).__name__}: {exc}"
+                raise CLIError(f"{plan.estimator} ({plan.defense}): fitting failed: {note}") from None
+        fit_warnings = fit_warning_lines(raised)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyWarning)
+            warnings.simplefilter("ignore", UserWarning)
+            warnings.filterwarnings("ignore", module="opacus")
+            utility = float(model.score(X_test, y_test))
+            say(f"{label}: membership game with {args.n_models} models "
+                f"(attack {attack if isinstance(attack, str) else ', '.join(attack)})")
+            audited = plan.make()
+            if "train_size" in audited.get_params():
+                # Exact audit of Definition 1: the game's random half is the wrapper's D_train.
+                audited = clone(audited).set_params(train_size=1.0)
+            n_jobs = args.n_jobs
+            if n_jobs is None:
+                n_jobs = -1 if plan.key == "mip" else 1
+            scorer = MIAttackScorer(
+                audited, attack=attack, metric="tpr_at_fpr", n_models=args.n_models, fpr=FPR,
+                sampling=plan.sampling, member_rate=0.5, random_state=args.seed, n_jobs=n_jobs,
+                verbose=0 if args.quiet else 1,
+            )
+            try:  # the named attacks must apply to this row's model (checked before any fit)
+                resolve_attacks(attack, audited, n_models=args.n_models, member_rate=0.5, owner="--attack")
+            except (TypeError, ValueError) as exc:
+                raise CLIError(f"{plan.estimator} ({plan.defense}): {exc}") from None
+            try:
+                # The scorer's per-model progress (with the time left) goes to our stream.
+                with contextlib.redirect_stdout(_LineWriter(say, f"{label}: ")):
+                    scorer.fit(X_pool, y_pool)
+            except TrainingFailedError as exc:
+                raise CLIError(f"{plan.estimator} ({plan.defense}): {exc}") from None
+        promise, eta, promised = plan.promise, plan.eta, plan.promised_tpr
+        if plan.fitted_promise is not None:
+            promise, eta, promised = plan.fitted_promise(model)
+        rows.append({
+            "estimator": plan.estimator,
+            "defense": plan.defense,
+            "promise": promise,
+            "test_accuracy": utility,
+            "auc": float(scorer.roc_auc_),
+            "tpr_at_1pct_fpr": float(scorer.tpr_at_fpr_),
+            "promised_tpr_at_1pct_fpr": promised,
+            "calibration": calibration_of(model) if plan.key != "none" else None,
+            "warnings": fit_warnings,
+            "advantage": float(scorer.advantage_),
+            "empirical_epsilon": float(scorer.empirical_epsilon_),
+            "positive_accuracy": float(scorer.positive_accuracy_),
+            "bound": None if scorer.bound_ is None else float(scorer.bound_),
+            "bound_holds": scorer.bound_holds_,
+            "attack": scorer.best_attack_,
+            "attacks": {
+                name: {"auc": float(r["roc_auc"]), "tpr_at_1pct_fpr": float(r["tpr_at_fpr"]),
+                       "empirical_epsilon": float(r["empirical_epsilon"]), "bound_holds": r["bound_holds"]}
+                for name, r in scorer.attack_results_.items()
+            },
+            "attack_confidence": float(scorer.attack_confidence_),
+            "training_issues": list(scorer.training_issues_),
+            "_eta": eta,
+            "_mu": plan.mu,
+            "_membership": scorer.membership_,
+            "_scores": scorer.scores_,
+        })
+        if plan.defense == "baseline":
+            base[plan.estimator] = utility
+        rows[-1]["accuracy_cost"] = base[plan.estimator] - utility if plan.estimator in base else None
+        bunch.estimators = list(dict.fromkeys(r["estimator"] for r in rows))
+        r = rows[-1]
+        say(f"{label}: done: {r['attack']} finds AUC {r['auc']:.3f}, TPR@1%FPR {r['tpr_at_1pct_fpr']:.3f}")
+        if on_row is not None:
+            on_row(rows, bunch, len(plans))
+    return rows, bunch
+
+
+def _public(rows):
+    return [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]
+
+
+def _validate(args):
+    if args.n_models < 4:
+        raise CLIError(f"--n-models must be at least 4 (LiRA and RMIA attack each model with the "
+                       f"others as references); got {args.n_models}.")
+    for eta in args.eta or []:
+        if not 0 < eta <= 0.5:
+            raise CLIError(f"--eta must be in (0, 0.5]; got {eta}. eta is the attacker's accuracy "
+                           "advantage over 1/2, so values above 0.5 promise nothing.")
+    if not args.mu > 0:
+        raise CLIError(f"--mu must be positive; got {args.mu}. mu = 0 would mean no training signal at all.")
+    if not args.epsilon > 0:
+        raise CLIError(f"--epsilon must be positive; got {args.epsilon}.")
+    if args.report:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise CLIError('--report needs matplotlib: pip install "skmip[plot]"') from None
+
+
+def _title(bunch, args, names):
+    attacks = "strongest of " + ("rmia, lira, loss" if not args.attack or "auto" in args.attack
+                                  else ", ".join(dict.fromkeys(args.attack)))
+    return (f"Membership-inference audit on {bunch.description} ({names}; {attacks}, "
+            f"{args.n_models} models, seed {args.seed})")
+
+
+def _notes(rows, bunch):
+    notes = [f"{s.estimator}: {s.defense} does not apply: {s.reason}." for s in bunch.skipped]
+    for r in rows:
+        for issue in r.get("training_issues") or ():
+            notes.append(f"{r['estimator']} ({r['defense']}): training check: {issue}; a low "
+                         "leakage on this row describes those models only (a model that predicts "
+                         "one output reveals nothing, useful or private).")
+    return notes
+
+
+def _write_reports(args, rows, bunch, n_planned, say=None):
+    """Write (or rewrite) the JSON and HTML reports with the rows finished so far."""
+    complete = len(rows) == n_planned
+    names = ", ".join(bunch.estimators)
+    notes = _notes(rows, bunch)
+    if not complete:
+        notes = [f"Partial report: {len(rows)} of {n_planned} rows finished so far.", *notes]
+    if args.json:
+        tmp = f"{args.json}.tmp"
+        with open(tmp, "w") as fh:
+            json.dump({
+                "dataset": bunch.description, "estimator": names, "estimators": bunch.estimators,
+                "n_models": args.n_models, "seed": args.seed, "fpr": FPR,
+                "complete": complete, "rows_planned": n_planned, "results": _public(rows),
+                "not_applicable": [vars(s) for s in bunch.skipped],
+                "feature_names": list(bunch.feature_names),
+            }, fh, indent=2)
+        os.replace(tmp, args.json)  # a reader never sees a half-written file
+        if say is not None:
+            say(f"wrote {args.json}")
+    if args.report:
+        from skmip.app.report import write_html_report
+
+        write_html_report(args.report, rows, title=f"skmip audit: {bunch.description}", notes=notes)
+        if say is not None:
+            say(f"wrote {args.report}")
+
+
+def _audit_synthesizers(args, say):
+    """``--synthesizer``: the membership game on synthesizers (:mod:`skmip.app.synth_cli`)."""
+    from skmip.app.synth_cli import SynthesizerPlanError, audit_synthesizers
+
+    args.eta = args.eta or [0.1]
+    try:
+        return audit_synthesizers(_load(args), args, say)
+    except SynthesizerPlanError as exc:
+        raise CLIError(str(exc)) from None
+
+
+def main(argv=None) -> int:
+    """Entry point of the ``skmip`` console script; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    say = _progress(not args.quiet)
+
+    def on_row(rows, bunch, n_planned):
+        # After every row, the last included: a run stopped at any point keeps its rows.
+        _write_reports(args, rows, bunch, n_planned, say if len(rows) == n_planned else None)
+
+    try:
+        _validate(args)
+        if args.synthesizer:
+            return _audit_synthesizers(args, say)
+        rows, bunch = run(args, say, on_row=on_row)
+    except CLIError as exc:
+        print(f"skmip: error: {exc}", file=sys.stderr)
+        return 2
+    names = ", ".join(bunch.estimators)
+    print(f"\n{_title(bunch, args, names)}\n")
+    print(format_table(rows))
+    print("\n" + NOTE)
+    for line in _notes(rows, bunch):
+        print(line)
+    warned = format_warnings(rows)
+    if warned:
+        print("\n" + warned)
+    print("Seeds were fixed for this audit: never publish a model whose noise seed is known.")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

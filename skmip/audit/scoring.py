@@ -1,0 +1,642 @@
+"""MIAttackScorer: audit a training algorithm by membership inference, as an estimator or a scorer.
+
+``MIAttackScorer(estimator).fit(X, y)`` plays the membership game with clones of
+``estimator`` on the pool ``(X, y)``, attacks every model with the others as references, and
+records the attack's ROC metrics and, when the estimator states a privacy bound, whether the
+measured ROC respects it. ``scorer(estimator, X, y)`` does the same with the estimator it is
+given and returns one number, greater-is-better (the leakage negated), so it drops into
+``GridSearchCV(..., scoring={"accuracy": ..., "mi": scorer})``.
+"""
+
+from __future__ import annotations
+
+import copy
+import numbers
+import time
+import warnings
+from dataclasses import dataclass, field
+from functools import partial
+
+import numpy as np
+from numpy.typing import ArrayLike
+from sklearn.base import BaseEstimator
+from sklearn.utils import get_tags
+from sklearn.utils.validation import validate_data
+
+from skmip.utils.rows import n_rows
+from skmip.utils.validation import check_int, check_interval, check_n_jobs, check_option, check_sample_weight
+from skmip.audit.attacks.suite import bonferroni_confidence, resolve_attacks
+from skmip.audit.game import play_membership_game
+from skmip.audit.metrics import (
+    check_mip_bound,
+    check_positive_accuracy_bound,
+    empirical_epsilon,
+    membership_advantage,
+    mi_roc_auc,
+    positive_accuracy,
+    tpr_at_fpr,
+)
+
+__all__ = ["MIAttackScorer", "make_mi_scorer", "StatedBound"]
+
+_OWNER = "MIAttackScorer"
+_METRICS = ("auc", "tpr_at_fpr", "advantage", "positive_accuracy", "empirical_epsilon")
+_SAMPLING = ("exact", "bernoulli")
+_FITTED = (
+    "scores_", "membership_", "attack_", "best_attack_", "attack_results_", "attack_confidence_",
+    "training_issues_", "roc_auc_", "tpr_at_fpr_", "advantage_",
+    "positive_accuracy_", "empirical_epsilon_", "bound_", "bound_holds_", "bound_check_",
+    "n_features_in_", "feature_names_in_",
+)
+
+
+@dataclass(frozen=True)
+class StatedBound:
+    """A privacy bound a fitted estimator states about itself.
+
+    Attributes
+    ----------
+    kind : {"mip", "positive_accuracy"}
+        ``"mip"``: eta-MIP (Izzo et al., Definition 1), ``value`` is eta. ``"positive_accuracy"``:
+        Thudi et al.'s Theorem 3.3 bound on ``P(member | attack says member)`` for the
+        estimator's own subsample, ``value`` the bound.
+    value : float
+        The stated number.
+    details : dict
+        What the scorer needs to translate the statement to its game: ``n_train`` (rows the
+        model was really trained on), and for positive-accuracy bounds ``epsilon``,
+        ``delta``, ``sampling_rate`` and ``min_tpr``.
+    """
+
+    kind: str
+    value: float
+    details: dict = field(default_factory=dict)
+
+
+def _stated_bound(estimator) -> StatedBound | None:
+    """The privacy bound a *fitted* estimator states, read in one place, or None.
+
+    ``MIPNoiseWrapper`` states ``mip_bound_`` (eta); ``SubsampledDPClassifier`` states
+    ``positive_accuracy_bound_`` together with ``epsilon_``, ``delta_`` and its
+    ``sampling_rate`` / ``min_tpr`` parameters. Anything else states nothing. An eta-MIP
+    estimator fitted with ``train_size=1.0`` promises nothing (``mip_bound_ = None``); its
+    ``target_eta_``, the eta its noise was calibrated to, is returned with
+    ``details["promised"] = False`` so that the game can still test the calibration.
+    """
+    n_train = getattr(estimator, "n_train_", None)
+    if hasattr(estimator, "mip_bound_"):
+        if estimator.mip_bound_ is None:
+            target = getattr(estimator, "target_eta_", None)
+            if target is None:
+                return None
+            return StatedBound("mip", float(target), {"n_train": n_train, "promised": False})
+        return StatedBound("mip", float(estimator.mip_bound_), {"n_train": n_train, "promised": True})
+    if hasattr(estimator, "positive_accuracy_bound_"):
+        params = estimator.get_params(deep=False) if hasattr(estimator, "get_params") else {}
+        details = {
+            "n_train": n_train,
+            "epsilon": getattr(estimator, "epsilon_", None),
+            "delta": getattr(estimator, "delta_", 0.0),
+            "sampling_rate": params.get("sampling_rate"),
+            "min_tpr": params.get("min_tpr"),
+        }
+        return StatedBound("positive_accuracy", float(estimator.positive_accuracy_bound_), details)
+    return None
+
+
+def _metric_name(metric):
+    name = metric[4:] if isinstance(metric, str) and metric.startswith("neg_") else metric
+    check_option(
+        _OWNER, "metric", name, _METRICS,
+        why="Each is a leakage measure; the scorer returns it negated (greater is better), "
+        "so 'neg_auc' is accepted as a synonym of 'auc'.",
+    )
+    return name
+
+
+def _positive_accuracy_game_bound(stated, member_rate):
+    """Thudi's Theorem 3.3 for the game: the estimator subsamples the game's member set.
+
+    A record is a game member with probability ``r`` (independently, ``sampling="bernoulli"``);
+    the estimator keeps each member with probability ``T`` and trains an (eps, delta)-DP
+    learner. As a function of the game's member set that pipeline is
+    (log(1 + T(e^eps - 1)), T delta)-DP (amplification by Poisson subsampling), so Theorem 3.3
+    with prior ``r`` bounds ``P(game member | attack says member)``.
+    """
+    from skmip.bounds import positive_accuracy_bound
+
+    d = stated.details
+    eps, delta, t = d.get("epsilon"), d.get("delta") or 0.0, d.get("sampling_rate")
+    if eps is None or t is None:
+        return None
+    eps_game = float(np.log1p(t * np.expm1(eps))) if np.isfinite(eps) else np.inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(positive_accuracy_bound(
+            eps_game, sampling_rate=member_rate, delta=t * delta,
+            min_tpr=d.get("min_tpr") if delta > 0 else None,
+        ))
+
+
+class MIAttackScorer(BaseEstimator):
+    """Membership-inference audit: the game, an attack, its metrics, and the stated bound.
+
+    Use it as a meta-estimator (``fit`` audits ``estimator`` on a pool and stores the
+    results) or as a scikit-learn scorer (``scorer(estimator, X, y)`` returns the negated
+    leakage of ``estimator``'s training algorithm on ``(X, y)``).
+
+    Parameters
+    ----------
+    estimator : estimator instance, default=None
+        The training algorithm to audit (``fit`` only; the scorer call audits the
+        estimator it is given). Clones are fitted; the estimator itself is not touched.
+    attack : "auto", str, attack object, or list of those, default="auto"
+        ``"auto"``: every strong attack that applies to the estimator -- RMIA online and
+        offline, LiRA online and offline, and LOSS as the floor
+        (:mod:`skmip.audit.attacks.suite` says which apply to what) -- all on the *same* shadow
+        models; the strongest by ``metric`` is reported (``best_attack_``) and the confidence
+        statements are corrected for the choice (see Notes). A registered alias
+        (``"lira"``, ``"rmia"``, ``"loss"``, ...; see :mod:`skmip.audit.attacks`) or an attack
+        object such as ``LiRA(global_variance=True)`` runs that attack alone; a list runs
+        those and reports the strongest.
+    n_models : int, default=16
+        Models in the game; each is the target once with the other ``n_models - 1`` as
+        references. The game costs ``n_models`` fits.
+    member_rate : float, default=0.5
+        Probability that a row is in a model's training set. Definition 1 (eta-MIP) uses 0.5.
+    metric : str, default="auc"
+        The number that ranks attacks (the strongest has the largest) and that the scorer
+        call returns, negated so that greater is better:
+        ``"auc"``, ``"tpr_at_fpr"`` (at ``fpr``), ``"advantage"`` (max TPR - FPR),
+        ``"positive_accuracy"`` (Thudi's quantile thresholds) or ``"empirical_epsilon"``.
+        The ``"neg_"``-prefixed names are synonyms.
+    fpr : float, default=0.001
+        False-positive rate of ``tpr_at_fpr_`` and of ``metric="tpr_at_fpr"``.
+    sampling : {"exact", "bernoulli"}, default="exact"
+        How member sets are drawn (:func:`skmip.audit.game.play_membership_game`): exact-size
+        uniform subsets (Izzo et al.'s Definition 1) or independent per-row draws (the
+        Poisson sampling Thudi et al.'s Theorem 3.3 assumes).
+    delta : float, default=1e-5
+        The delta of ``empirical_epsilon_``.
+    confidence : float, default=0.95
+        Confidence of ``empirical_epsilon_`` and of the bound check.
+    random_state : None, int, numpy Generator or RandomState, default=None
+        Seeds the game (member sets and per-model seeds) and nothing else.
+    n_jobs : int, default=None
+        Models fitted in parallel through joblib.
+    verbose : int, default=0
+        Progress messages when > 0: each fitted model with the time left, each attack's
+        scoring time, the strongest attack.
+
+    Attributes
+    ----------
+    scores_ : ndarray of shape (n_models, n_samples)
+        Score of the strongest attack for every (target model, row) pair; larger means
+        "member".
+    membership_ : ndarray of bool, shape (n_models, n_samples)
+        Whether row i was in model k's training set.
+    attack_ : object
+        The strongest attack (the only one, when one was asked for).
+    best_attack_ : str
+        Its name: the alias (``"rmia"``, ...) or the attack object's repr.
+    attack_results_ : dict
+        For every attack run, by name: ``roc_auc``, ``tpr_at_fpr``, ``advantage``,
+        ``positive_accuracy``, ``empirical_epsilon`` (at ``attack_confidence_``),
+        ``bound_holds``, ``bound_check`` and ``metric`` (the ranking value).
+    attack_confidence_ : float
+        The confidence of each attack's statements: ``1 - (1 - confidence) / n_attacks``
+        (Bonferroni), so that the statements about the strongest hold at ``confidence``.
+    training_issues_ : list of str
+        What the training check warned about (models that mostly did not converge, some that
+        predict a constant); empty when the models trained well. See
+        :mod:`skmip.audit.training_check`: models that did not train at all raise
+        :class:`~skmip.exceptions.TrainingFailedError` instead.
+    roc_auc_ : float
+        Area under the strongest attack's ROC over all trials.
+    tpr_at_fpr_ : float
+        True-positive rate at false-positive rate ``fpr``.
+    advantage_ : float
+        ``max(TPR - FPR)`` (the best membership advantage; eta-MIP promises <= 2 eta).
+    positive_accuracy_ : float
+        Best precision over the top-i*2.5% quantile thresholds (Thudi et al., Sec. 4.2).
+    empirical_epsilon_ : float
+        Clopper--Pearson lower bound on a DP epsilon at ``delta`` and ``confidence``
+        (threshold chosen on half of the trials, certified on the other half): the largest
+        over the attacks, each bound computed at ``attack_confidence_``.
+    bound_ : float or None
+        The bound the estimator states, translated to the game: eta for an eta-MIP
+        estimator (``mip_bound_``), or the positive-accuracy bound for the game's members
+        (see Notes); None when it states none. For an eta-MIP estimator with
+        ``train_size=1.0``, which promises nothing, the eta its noise was calibrated to
+        (``target_eta_``): the check then tests the calibration, not a guarantee.
+    bound_holds_ : bool or None
+        False when some attack refutes ``bound_`` at ``confidence`` (each tested at
+        ``attack_confidence_``); None when there is no bound or the game cannot test it.
+    bound_check_ : skmip.audit.metrics.BoundCheck or None
+        Details of the test of the attack that comes closest to refuting it (margin,
+        threshold).
+    n_features_in_ : int
+        Number of features of the audit pool.
+    feature_names_in_ : ndarray of str
+        Feature names of the pool, when ``X`` has them.
+
+    Notes
+    -----
+    **Auditing eta-MIP (Izzo et al., Definition 1).** Definition 1 draws ``D_train`` uniformly
+    among the k-subsets of ``D`` and bounds every attacker's accuracy by
+    ``max(k/n, 1-k/n) + eta``; the game draws halves (``member_rate=0.5``), where this is
+    ``1/2 + eta``, i.e. ``TPR <= FPR + 2 eta`` at every threshold (Theorem 8, corrected; see
+    :func:`skmip.bounds.mip_tpr_bound`). With ``sampling="exact"``, ``member_rate=0.5`` and
+    ``MIPNoiseWrapper(learner, train_size=1.0)`` each model of the game is one run of
+    Algorithm 1 on ``D = (X, y)`` whose ``D_train`` is the game's member set, so the game is
+    Definition 1 and the check is exact -- of the calibration's target: in that mode the
+    noise is calibrated on halves of the game's member set, a function of ``D_train``, and
+    the wrapper promises nothing (``mip_bound_ = None``); ``bound_`` is its
+    ``target_eta_``. ``bound_holds_`` is False iff at some threshold the
+    one-sided Clopper--Pearson lower bound on TPR minus the upper bound on FPR exceeds
+    ``2 eta`` (Bonferroni over all thresholds: :func:`skmip.audit.metrics.check_mip_bound`). A
+    wrapper with ``train_size < 1`` subsamples the game's members again; the scorer then
+    warns that the check is not Definition 1.
+
+    **Auditing subsampled DP (Thudi et al., Theorem 3.3).** ``SubsampledDPClassifier``
+    states a bound on ``P(x* in D_sub | S)`` for its *own* Poisson subsample ``D_sub`` of the
+    data it is given -- here the game's member set. As a function of that member set the
+    classifier is (log(1 + T(e^eps - 1)), T delta)-DP (amplification by subsampling at rate
+    ``T``), so with independent game sampling at rate ``r`` Theorem 3.3 bounds the game's
+    positive accuracy by ``positive_accuracy_bound(eps', sampling_rate=r, ...)``; ``bound_``
+    is that number and the check (:func:`skmip.audit.metrics.check_positive_accuracy_bound`)
+    compares the attack's precision at Thudi's 40 quantile thresholds with it. Use
+    ``sampling="bernoulli"``: Theorem 3.3 assumes independent sampling.
+
+    **The strongest of several attacks.** With ``attack="auto"`` (or a list) the game is
+    played once and every attack scores the same ``n_models x n_samples`` trials. The point
+    figures (``roc_auc_``, ``tpr_at_fpr_``, ``advantage_``, ``positive_accuracy_``,
+    ``scores_``) are those of ``best_attack_``, the attack with the largest ``metric``: a
+    maximum over attacks, which can only overstate the leakage, the safe side for an audit.
+    The confidence statements are corrected for the choice: each attack's epsilon lower
+    bound and bound test are made at level ``1 - (1 - confidence) / A`` for ``A`` attacks,
+    so with probability at least ``confidence`` all ``A`` hold at once (union bound), and
+    with them ``empirical_epsilon_`` (their maximum) and ``bound_holds_`` (False if any
+    refutes). GLiR is not among the candidates: it attacks one step's averaged gradient,
+    which the game does not release.
+
+    **No false all-clear.** Before any attack runs, the game checks that its models trained
+    (:mod:`skmip.audit.training_check`): non-finite parameters or outputs, or most models predicting
+    one output for every row, raise :class:`~skmip.exceptions.TrainingFailedError`; most
+    models not converging, or a few constant ones, raise an
+    :class:`~skmip.exceptions.AuditWarning` kept in ``training_issues_``.
+
+    **Regressors** are audited on minus the squared residual: LiRA (online and offline)
+    fits Gaussians to it per row, LOSS thresholds the squared error; RMIA needs a
+    likelihood and does not apply.
+
+    The binomial confidence statements treat the ``n_models x n_samples`` trials as
+    independent; they share models and rows, so read them as approximate.
+
+    **Privacy hygiene.** The scorer is an auditor's tool: ``membership_`` and ``scores_``
+    describe the random splits of the audit pool. Do not publish them with a model.
+
+    References
+    ----------
+    Carlini et al., "Membership Inference Attacks From First Principles", IEEE S&P 2022.
+    Zarifzadeh, Liu, Shokri, "Low-Cost High-Power Membership Inference Attacks", ICML 2024.
+    Izzo et al., "Provable Membership Inference Privacy", Definition 1, Theorem 8, Algorithm 1.
+    Thudi et al., "Bounding Membership Inference", TMLR 2024, Theorem 3.3 and Section 4.2.
+    Nasr et al., "Adversary instantiation", IEEE S&P 2021, Section IV-A.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.tree import DecisionTreeClassifier
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> audit = MIAttackScorer(DecisionTreeClassifier(), attack="loss", n_models=4,
+    ...                        random_state=0).fit(X, y)
+    >>> audit.scores_.shape, audit.bound_ is None
+    ((4, 569), True)
+    >>> bool(audit.roc_auc_ > 0.5)
+    True
+
+    With ``attack="auto"`` (the default) every applicable attack scores the same models:
+
+    >>> audit = MIAttackScorer(DecisionTreeClassifier(), n_models=8, random_state=0).fit(X, y)
+    >>> sorted(audit.attack_results_) == sorted(["rmia", "rmia_offline", "lira", "lira_offline", "loss"])
+    True
+    >>> audit.best_attack_ in audit.attack_results_, round(audit.attack_confidence_, 3)
+    (True, 0.99)
+    """
+
+    def __init__(
+        self,
+        estimator=None,
+        *,
+        attack="auto",
+        n_models: int = 16,
+        member_rate: float = 0.5,
+        metric: str = "auc",
+        fpr: float = 0.001,
+        sampling: str = "exact",
+        delta: float = 1e-5,
+        confidence: float = 0.95,
+        random_state=None,
+        n_jobs: int | None = None,
+        verbose: int = 0,
+    ):
+        self.estimator = estimator
+        self.attack = attack
+        self.n_models = n_models
+        self.member_rate = member_rate
+        self.metric = metric
+        self.fpr = fpr
+        self.sampling = sampling
+        self.delta = delta
+        self.confidence = confidence
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ helpers
+    def _validate(self, estimator):
+        n_models = check_int(_OWNER, "n_models", self.n_models, 2, None,
+                             why="each model is attacked with the others as references.")
+        member_rate = check_interval(_OWNER, "member_rate", self.member_rate, 0, 1, closed="neither")
+        metric = _metric_name(self.metric)
+        check_interval(_OWNER, "fpr", self.fpr, 0, 1, closed="neither")
+        check_option(_OWNER, "sampling", self.sampling, _SAMPLING)
+        check_interval(_OWNER, "delta", self.delta, 0, 1, closed="left")
+        check_interval(_OWNER, "confidence", self.confidence, 0, 1, closed="neither")
+        check_n_jobs(_OWNER, self.n_jobs)
+        if not isinstance(self.verbose, numbers.Integral):
+            raise TypeError(f"{_OWNER}: verbose must be an integer; got {self.verbose!r}.")
+        attacks = resolve_attacks(self.attack, estimator, n_models=n_models, member_rate=member_rate, owner=_OWNER)
+        return attacks, metric
+
+    def _log(self, message):
+        if self.verbose:
+            print(f"[{_OWNER}] {message}", flush=True)
+
+    def _play(self, estimator, X, y, fit_params, attacks):
+        names = ", ".join(attacks)
+        self._log(f"membership game: {self.n_models} models, attack(s) {names}")
+        game = play_membership_game(
+            estimator, X, y, n_models=self.n_models, member_rate=self.member_rate,
+            sampling=self.sampling, random_state=self.random_state, n_jobs=self.n_jobs,
+            verbose=self.verbose, fit_params=fit_params, inspect=_stated_bound,
+        )
+        scores = {}
+        for name, attack in attacks.items():
+            start = time.perf_counter()
+            s = np.asarray(attack.score(game), dtype=np.float64)
+            if s.shape != game.membership.shape:
+                raise ValueError(
+                    f"{_OWNER}: the attack {name} returned scores of shape {s.shape}; expected "
+                    f"{game.membership.shape} (n_models, n_samples)."
+                )
+            scores[name] = s
+            self._log(f"attack {name}: scored every (target, row) pair in {time.perf_counter() - start:.1f} s")
+        return game, scores
+
+    def _metric_value(self, metric, membership, scores, confidence):
+        funcs = {
+            "auc": mi_roc_auc,
+            "tpr_at_fpr": partial(tpr_at_fpr, fpr=self.fpr),
+            "advantage": membership_advantage,
+            "positive_accuracy": positive_accuracy,
+            "empirical_epsilon": partial(empirical_epsilon, delta=self.delta, confidence=confidence),
+        }
+        return float(funcs[metric](membership, scores))
+
+    def _stated(self, game):
+        """The game's stated bound as ``(kind, value)``, or None; warns once when the check is inexact."""
+        stated = [b for b in (game.inspected or []) if b is not None]
+        if not stated:
+            return None
+        kinds = {b.kind for b in stated}
+        if len(kinds) > 1:  # pragma: no cover - one estimator states one kind
+            raise ValueError(f"{_OWNER}: the models state different kinds of bounds: {kinds}.")
+        kind = kinds.pop()
+        members = game.membership.sum(axis=1)
+        subsampled = any(
+            b is not None and b.details.get("n_train") not in (None, k)
+            for b, k in zip(game.inspected, members, strict=True)
+        )
+        if kind == "mip":
+            eta = max(b.value for b in stated)
+            if self.member_rate != 0.5:
+                warnings.warn(
+                    f"{_OWNER}: eta-MIP (Definition 1 with k = n/2) bounds TPR - FPR by 2 eta only "
+                    f"when members are half of the pool; member_rate={self.member_rate}. "
+                    "bound_holds_ is not computed; use member_rate=0.5.",
+                    UserWarning, stacklevel=3,
+                )
+                return ("untestable", eta)
+            if subsampled:
+                warnings.warn(
+                    f"{_OWNER}: the audited models were trained on a subsample of the game's "
+                    "member set (n_train_ differs), so the game's membership is not their "
+                    "D_train and the check is not Definition 1. For an exact audit use "
+                    "MIPNoiseWrapper(..., train_size=1.0).",
+                    UserWarning, stacklevel=3,
+                )
+            if self.sampling != "exact":
+                warnings.warn(
+                    f"{_OWNER}: Definition 1 draws D_train as an exact half; sampling="
+                    f"{self.sampling!r} makes the check approximate. Use sampling='exact'.",
+                    UserWarning, stacklevel=3,
+                )
+            return ("mip", eta)
+        # positive accuracy
+        bounds = [_positive_accuracy_game_bound(b, self.member_rate) for b in stated]
+        if any(b is None for b in bounds):
+            return None
+        if self.sampling != "bernoulli":
+            warnings.warn(
+                f"{_OWNER}: Theorem 3.3 assumes records are sampled independently; "
+                f"sampling={self.sampling!r} makes the positive-accuracy check approximate. "
+                "Use sampling='bernoulli'.",
+                UserWarning, stacklevel=3,
+            )
+        return ("positive_accuracy", max(bounds))
+
+    @staticmethod
+    def _check(stated, membership, scores, confidence):
+        """``(holds, BoundCheck)`` of one attack's scores against the stated bound."""
+        if stated is None or stated[0] == "untestable":
+            return None, None
+        kind, value = stated
+        if kind == "mip":
+            check = check_mip_bound(membership, scores, value, confidence=confidence)
+        else:
+            check = check_positive_accuracy_bound(membership, scores, value, confidence=confidence)
+        return check.holds, check
+
+    def _results(self, game, scores, metric, stated):
+        """Every attack's metrics, its confidence statements at the Bonferroni level, and the best."""
+        m = game.membership
+        level = bonferroni_confidence(self.confidence, len(scores))
+        results = {}
+        for name, s in scores.items():
+            holds, check = self._check(stated, m, s, level)
+            results[name] = {
+                "roc_auc": mi_roc_auc(m, s),
+                "tpr_at_fpr": float(tpr_at_fpr(m, s, self.fpr)),
+                "advantage": membership_advantage(m, s),
+                "positive_accuracy": positive_accuracy(m, s),
+                "empirical_epsilon": empirical_epsilon(m, s, delta=self.delta, confidence=level),
+                "bound_holds": holds,
+                "bound_check": check,
+            }
+            results[name]["metric"] = (
+                results[name]["empirical_epsilon"] if metric == "empirical_epsilon"
+                else self._metric_value(metric, m, s, level)
+            )
+        best = max(results, key=lambda n: results[n]["metric"])  # first of equals: AUTO_ATTACKS order
+        return results, best, level
+
+    # ------------------------------------------------------------------ API
+    def fit(self, X: ArrayLike, y: ArrayLike | None = None, **fit_params):
+        """Play the membership game with clones of ``estimator`` on ``(X, y)`` and attack it.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The audit pool.
+        y : array-like of shape (n_samples,), default=None
+            Targets.
+        **fit_params : dict
+            Passed to every fit of the estimator.
+
+        Returns
+        -------
+        self : MIAttackScorer
+
+        Raises
+        ------
+        ValueError
+            If ``estimator`` is None, a parameter is invalid, or a member set lacks a class.
+        TypeError
+            If the attack cannot use the estimator (e.g. LiRA without ``predict_proba``).
+        """
+        if self.estimator is None:
+            raise ValueError(
+                f"{_OWNER}: estimator is None. Pass the training algorithm to audit, "
+                "MIAttackScorer(estimator).fit(X, y), or call the scorer as scorer(estimator, X, y)."
+            )
+        attacks, metric = self._validate(self.estimator)
+        # Record n_features_in_ / feature_names_in_ without converting X (the audited
+        # estimator may need a DataFrame), on a copy: nothing is set before the audit succeeds.
+        probe = copy.copy(self)
+        validate_data(probe, X, skip_check_array=True, reset=True)
+        check_sample_weight(_OWNER, fit_params, n_rows(X))
+        game, scores = self._play(self.estimator, X, y, fit_params, attacks)
+        self._log("metrics and bound check")
+        stated = self._stated(game)
+        results, best, level = self._results(game, scores, metric, stated)
+        chosen = results[best]
+        checks = [r["bound_check"] for r in results.values() if r["bound_check"] is not None]
+        worst = max(checks, key=lambda c: c.margin) if checks else None
+        if len(results) > 1:
+            self._log(f"strongest attack by {metric}: {best} ({chosen['metric']:.4g})")
+        fitted = {
+            "scores_": scores[best],
+            "membership_": game.membership,
+            "attack_": attacks[best],
+            "best_attack_": best,
+            "attack_results_": results,
+            "attack_confidence_": level,
+            "training_issues_": list(game.issues),
+            "roc_auc_": chosen["roc_auc"],
+            "tpr_at_fpr_": chosen["tpr_at_fpr"],
+            "advantage_": chosen["advantage"],
+            "positive_accuracy_": chosen["positive_accuracy"],
+            # Each attack's lower bound holds at the Bonferroni level, so their maximum holds
+            # at ``confidence`` (union bound; docs/auditing.md).
+            "empirical_epsilon_": max(r["empirical_epsilon"] for r in results.values()),
+            "bound_": None if stated is None else stated[1],
+            "bound_holds_": None if worst is None else all(c.holds for c in checks),
+            "bound_check_": worst,
+            "n_features_in_": probe.n_features_in_,
+        }
+        if hasattr(probe, "feature_names_in_"):
+            fitted["feature_names_in_"] = probe.feature_names_in_
+        for name in _FITTED:
+            self.__dict__.pop(name, None)
+        self.__dict__.update(fitted)
+        return self
+
+    def __call__(self, estimator, X: ArrayLike, y: ArrayLike | None = None) -> float:
+        """Scorer protocol: the negated leakage of ``estimator``'s training algorithm on ``(X, y)``.
+
+        Parameters
+        ----------
+        estimator : estimator instance
+            Fitted or not: clones (unfitted, same parameters) play the game on ``(X, y)``.
+        X, y : array-like
+            The pool (in cross-validation, the held-out fold).
+
+        Returns
+        -------
+        float
+            ``-metric``: greater is better (less leakage), as scikit-learn scorers require.
+        """
+        attacks, metric = self._validate(estimator)
+        game, scores = self._play(estimator, X, y, {}, attacks)
+        level = bonferroni_confidence(self.confidence, len(scores))
+        return -max(self._metric_value(metric, game.membership, s, level) for s in scores.values())
+
+    @property
+    def name(self) -> str:
+        """The scorer's name in scikit-learn's convention, e.g. ``"neg_mi_auc"``."""
+        return f"neg_mi_{_metric_name(self.metric)}"
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = True
+        tags.target_tags.required = False
+        if self.estimator is not None:
+            inner = get_tags(self.estimator)
+            tags.input_tags.sparse = inner.input_tags.sparse
+            tags.input_tags.allow_nan = inner.input_tags.allow_nan
+            tags.target_tags.required = inner.target_tags.required
+        return tags
+
+
+def make_mi_scorer(
+    attack="auto",
+    *,
+    metric: str = "auc",
+    n_models: int = 16,
+    member_rate: float = 0.5,
+    fpr: float = 0.001,
+    sampling: str = "exact",
+    delta: float = 1e-5,
+    confidence: float = 0.95,
+    random_state=None,
+    n_jobs: int | None = None,
+    verbose: int = 0,
+) -> MIAttackScorer:
+    """A membership-inference scorer for ``GridSearchCV`` / ``cross_validate``.
+
+    Returns ``MIAttackScorer(estimator=None, ...)``: called as ``scorer(estimator, X, y)``
+    it plays the membership game with clones of ``estimator`` on ``(X, y)`` and returns the
+    chosen leakage metric of the strongest attack negated (greater is better). Parameters are those of
+    :class:`MIAttackScorer`.
+
+    Notes
+    -----
+    In cross-validation the game is played on each held-out fold, so every model of the
+    game trains on ``member_rate`` of a fold: the leakage measured is that of the training
+    algorithm at that data size. ``random_state=None`` draws a fresh game at every call; fix
+    it to compare candidates on the same member sets.
+
+    Examples
+    --------
+    >>> make_mi_scorer("loss", metric="advantage", n_models=8)
+    MIAttackScorer(attack='loss', metric='advantage', n_models=8)
+    >>> make_mi_scorer(metric="tpr_at_fpr").name
+    'neg_mi_tpr_at_fpr'
+    """
+    return MIAttackScorer(
+        None, attack=attack, n_models=n_models, member_rate=member_rate, metric=metric,
+        fpr=fpr, sampling=sampling, delta=delta, confidence=confidence,
+        random_state=random_state, n_jobs=n_jobs, verbose=verbose,
+    )

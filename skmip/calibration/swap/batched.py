@@ -1,0 +1,203 @@
+r"""The ``"newton"`` engine's rounds as stacked arrays: the fits of a chunk of rounds at once.
+
+On small problems (a few hundred rows, tens of parameters) a round of the per-fit path
+(:func:`_influence_round`) is thousands of numpy and scipy calls on tiny matrices, and
+their fixed cost, not the arithmetic, is the time. Here the fits of a chunk of rounds go
+through each step together:
+
+1. the warm-started Newton fits, :meth:`MinimiserFits.vectors` (a stack of row sets);
+2. for every fit :math:`b`, the Hessian :math:`\mathbf{H}_b = \sum_{i \in H_b}
+   \ell''_i(u_i) x_i x_i^\top + P` at its minimiser :math:`\theta_b`, its Cholesky factor,
+   the solver check's Newton step :math:`\mathbf{H}_b^{-1}\nabla F_{H_b}(\theta_b)` and the
+   per-row quantities (:func:`_glm_rows`: :math:`\xi_{b,i} = \mathbf{H}_b^{-1}x_i`, the
+   leverages, the loss derivatives) of every row;
+3. the target-exact distances of the sampled pairs of every fit, one flat list of
+   (fit, target) pairs (:func:`_matched_distances`);
+4. the refinement of every fit's most exposed targets, one (fits x targets) grid
+   (:func:`_refine_targets`), and the Jensen summary.
+
+The formulas are the per-fit path's, shared, and so are the random draws (per round
+:func:`_round_design`, then per fit the positions of its targets' e), so the distances
+agree to rounding. The batch applies in the default case: the ``"newton"`` engine with
+sampled pairs, polished fits warm-started from a template (:class:`MinimiserFits`) with one
+generalised-linear block, small enough that Newton's method runs from the start
+(:math:`kD^2` up to ``_CHORD_MIN_WORK``; beyond that the arithmetic dominates and the
+per-fit path loses nothing). The fits use the template's objective (as
+:meth:`MinimiserFits._chord` does); the registered loss is checked to give that same
+objective on the first fit of every batch, else the chunk runs fit by fit. A fit the
+stacked iteration does not converge is redone by :class:`MinimiserFits`'s fallbacks; a
+target whose refinement does not converge keeps its one-step value, as in the per-fit path.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from skmip.calibration.swap.certify import PairCertifier
+from skmip.calibration.swap.influence import (
+    _E_KEYS,
+    _X_KEYS,
+    _certified_matched,
+    _glm_rows,
+    exact_cache,
+    _influence_round,
+    _matched_distances,
+    _take,
+)
+from skmip.calibration.swap.newton import _REFINE_MAX, _n_refine, _refine_targets
+from skmip.calibration.swap.polish import (
+    _CHORD_MIN_WORK,
+    _STACK_ELEMENTS,
+    MinimiserFits,
+    _check_solver_error,
+    _not_convex,
+)
+from skmip.calibration.swap.rounds import _jensen_summary, _round_design
+from skmip.calibration.swap.stacks import _cho_inverse, _cholesky, _data_hessian
+
+#: False forces the per-fit path everywhere (the tests compare the two).
+_ENABLED = True
+
+
+def _influence_rounds(seeds, fitter, loss, Xd, y, sample_weight, n, k, p, whitener, all_pairs,
+                      n_keep, newton, refine, certify=False):
+    """Several rounds in one job (shape (n, len(seeds), n_keep)): fewer, larger jobs. All
+    their fits at once where the batch applies (module docstring), else round by round.
+    ``certify``: certified upper bounds instead of estimates (:mod:`.certify`)."""
+    # A cache of exact minimisers of this job's own (exact_cache): jobs that share the
+    # fitter (threads) must not see each other's, or a result would depend on their timing.
+    fitter = copy.copy(fitter)
+    fitter.__dict__["_certified_minimisers"] = {}
+    data = (fitter, loss, Xd, y, sample_weight, n, k)
+    if _batchable(fitter, newton, all_pairs, k):
+        out = _batched_rounds(seeds, *data, p, whitener, n_keep, refine, certify)
+        if out is not None:
+            return out
+    out = np.empty((n, len(seeds), n_keep))
+    for i, seed in enumerate(seeds):
+        out[:, i] = _influence_round(*data, seed, p, whitener, all_pairs, n_keep, newton, refine, certify)
+    return out
+
+
+def _batchable(fitter, newton, all_pairs, k):
+    chord = getattr(fitter, "chord", None)
+    return bool(_ENABLED and newton and not all_pairs and isinstance(fitter, MinimiserFits)
+                and chord is not None and len(chord) == 1
+                and k * chord[0][0].size ** 2 <= _CHORD_MIN_WORK)
+
+
+def _fit_design(seeds, n, k, p):
+    """The fits of the rounds ``seeds``, drawn as in :func:`_influence_round`: (round, H,
+    targets, positions in H of each target's e) for every fit that has targets."""
+    fits = []
+    for r, seed in enumerate(seeds):
+        rng, fit_sets, owner = _round_design(seed, n, k)
+        for j, H in enumerate(fit_sets):
+            targets = np.flatnonzero(owner == j)
+            if targets.size:
+                fits.append((r, H, targets, rng.integers(0, k, size=(targets.size, p))))
+    return fits
+
+
+def _batched_rounds(seeds, fitter, loss, Xd, y, sample_weight, n, k, p, whitener, n_keep, refine, certify):
+    """:func:`_influence_rounds` in batches of fits; ``None`` if the registered loss does not
+    give the template's objective (the caller then runs the per-fit path)."""
+    fits = _fit_design(seeds, n, k, p)
+    out = np.empty((n, len(seeds), n_keep))
+    # Per fit: its rows' quantities (n, D), the refinement grid (q k, D), the pairs (T p, D).
+    D = fitter.chord[0][0].size
+    width = max(1, _STACK_ELEMENTS // (D * max(n, _REFINE_MAX * k, max(f[2].size for f in fits) * p)))
+    for start in range(0, len(fits), width):
+        if not _batch(fits[start:start + width], fitter, loss, Xd, y, sample_weight, n, k, whitener,
+                      n_keep, refine, out, certify):
+            return None
+    return out
+
+
+def _batch(fits, fitter, loss, Xd, y, sample_weight, n, k, whitener, n_keep, refine, out, certify):
+    """The fits ``fits`` (of :func:`_fit_design`) at once; their summaries into ``out``.
+    Returns False, with nothing written, if the loss disagrees with the template's objective."""
+    index, _, P, r0, glm = fitter.chord[0]
+    B = len(fits)
+    H = np.stack([f[1] for f in fits])  # (B, k)
+    thetas = fitter.vectors(H)
+    theta = thetas[:, index]
+    margins = theta @ glm.features.T  # (B, n)
+    FH = glm.features[H]  # (B, k, D)
+    mH = np.take_along_axis(margins, H, axis=1)
+    hessian = _data_hessian(FH, glm.d2loss(mH, H)) + P
+    reg0 = theta @ P + r0  # the regulariser's gradient at each fit
+    if not _same_objective(fitter, loss, Xd, y, sample_weight, H[0], thetas[0], margins[0], hessian[0], reg0[0]):
+        return False
+    L, ok = _cholesky(hessian, np.ones(B, dtype=bool))
+    if not ok.all():
+        raise _not_convex()
+    # The solver check: each fit's Newton step, zero-scale coordinates left out.
+    grad = (np.swapaxes(FH, 1, 2) @ glm.dloss(mH, H)[..., None])[..., 0] + reg0
+    Hinv = _cho_inverse(L)
+    step = np.zeros((B, whitener.size))
+    step[:, index] = (Hinv @ grad[..., None])[..., 0]
+    step[:, whitener.zero] = 0.0
+    solver_error = whitener.norms(step)
+    xi = glm.features @ Hinv  # (B, n, D)
+    prep = _glm_rows(np.broadcast_to(glm.features, xi.shape), xi, margins,
+                     np.broadcast_to(np.arange(n), margins.shape), glm, whitener, index)
+    # Row i of fit b is row b n + i of the flattened quantities.
+    flat = {key: value.reshape((B * n,) + value.shape[2:]) for key, value in prep.items()}
+    # Every (fit, target) pair of the batch in one list: fit b_of, target x, its e rows.
+    sizes = np.array([f[2].size for f in fits])
+    b_of = np.repeat(np.arange(B), sizes)[:, None] * n
+    x = np.concatenate([f[2] for f in fits])
+    e = np.concatenate([f[1][f[3]] for f in fits])
+    side = (_take(flat, b_of + e, _E_KEYS), _take(flat, b_of + x[:, None], _X_KEYS), glm)
+    starts = np.cumsum(sizes) - sizes
+    if certify:
+        # Each fit's pairs certified with that fit's Hessian, residual and rows.
+        dist = np.empty(e.shape)
+        for b in range(B):
+            part = slice(starts[b], starts[b] + sizes[b])
+            cert = PairCertifier(glm, theta[b], reg0[b], P, Hinv[b], H[b], grad[b], whitener, index,
+                                 cache=exact_cache(fitter))
+            pe, px = ({key: value[part] for key, value in d.items()} for d in side[:2])
+            dist[part] = _certified_matched(cert, (pe, px, glm), whitener)
+        refine = 0.0  # refinement is not certified
+    else:
+        dist = _matched_distances([side], whitener, True)
+    n_ref = [_n_refine(refine, size) for size in sizes]
+    if max(n_ref):
+        # The (fits x targets) grid of the most exposed targets; short rows repeat their first.
+        q = max(n_ref)
+        sel = np.empty((B, q), dtype=np.intp)
+        for b in range(B):
+            top = starts[b] + np.argsort(-dist[starts[b]:starts[b] + sizes[b]].mean(axis=1))[:n_ref[b]]
+            sel[b] = np.r_[top, np.full(q - top.size, top[0])]
+        valid = np.arange(q)[None, :] < np.array(n_ref)[:, None]
+        xs, bq = x[sel], np.arange(B)[:, None]
+        better, ok = _refine_targets(glm, FH, H, P, theta, reg0, Hinv, xs, xi[bq, xs], prep["h"][bq, xs],
+                                     margins[bq, xs], e[sel], whitener, index)
+        ok &= valid
+        dist[sel[ok]] = better[ok]
+    summary = _jensen_summary(dist, n_keep)
+    for b in range(B):
+        _check_solver_error(solver_error[b], summary[starts[b]:starts[b] + sizes[b]], k)
+    out[x, np.repeat([f[0] for f in fits], sizes)] = summary
+    return True
+
+
+def _same_objective(fitter, loss, Xd, y, sample_weight, H, theta, margins, hessian, reg0):
+    """Whether the registered loss, at the fit ``theta`` on ``H``, has the margins, Hessian and
+    regulariser gradient of the template's objective that the batch uses (to rounding)."""
+    fitted = copy.deepcopy(fitter.template)
+    fitter.adapter.set_vector(fitted, theta)
+    blocks = loss.blocks(fitted, Xd, y, H, sample_weight)
+    if len(blocks) != 1 or blocks[0].glm is None or not np.array_equal(blocks[0].index, fitter.chord[0][0]):
+        return False
+    block = blocks[0]
+
+    def close(a, b):
+        return np.allclose(a, b, rtol=1e-9, atol=1e-12 * max(1.0, float(np.abs(b).max())))
+
+    return close(block.glm.margins, margins) and close(block.hessian, hessian) and close(
+        block.regularizer_gradient, reg0)

@@ -1,0 +1,41 @@
+"""The ``"exact"`` engine: every k-subset fitted, every (D_out, e) pair listed (tiny problems)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+from sklearn.utils.parallel import Parallel, delayed
+
+from skmip.calibration.swap._common import _OWNER, _fit_only_vector
+
+#: Most subsets the exact engine fits.
+_MAX_EXACT_FITS = 20_000
+
+
+def _exact_distances(estimator, adapter, X, y, fit_params, n, k, whitener, n_jobs, verbose):
+    n_subsets = math.comb(n, k)
+    if n_subsets > _MAX_EXACT_FITS:
+        raise ValueError(
+            f"{_OWNER}: engine='exact' fits every one of C({n}, {k}) = {n_subsets} subsets, more "
+            f"than {_MAX_EXACT_FITS}. Use engine='refit' or an influence engine with random rounds."
+        )
+    subsets = np.array(list(itertools.combinations(range(n), k)), dtype=np.intp)
+    vectors = Parallel(n_jobs=n_jobs, verbose=max(0, verbose - 1))(
+        delayed(_fit_only_vector)(estimator, adapter, X, y, rows, fit_params, n) for rows in subsets
+    )
+    theta = np.stack(vectors)
+    bits = (np.int64(1) << subsets.astype(np.int64)).sum(axis=1)
+    order = np.argsort(bits)
+    sorted_bits = bits[order]
+    out = np.empty((n, math.comb(n - 1, k), k))
+    for x in range(n):
+        without = np.flatnonzero(((bits >> x) & 1) == 0)
+        for col in range(k):
+            # e = the col-th member of each D_out; D_in = D_out - e + x* (all pairs, once).
+            e = subsets[without, col]
+            swapped = bits[without] - (np.int64(1) << e) + (np.int64(1) << x)
+            partner = order[np.searchsorted(sorted_bits, swapped)]
+            out[x, :, col] = whitener.norms(theta[without] - theta[partner])
+    return out

@@ -1,0 +1,307 @@
+"""One round of the influence engines (``"newton"`` and first order ``"influence"``)."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import linalg
+
+from skmip.calibration.swap._common import _OWNER
+from skmip.calibration.swap.certify import PairCertifier, fit_row_scalars
+from skmip.calibration.losses.registry import gradient_sum
+from skmip.calibration.swap.multinomial import _multi_margin_distances
+from skmip.calibration.swap.newton import (
+    _n_refine,
+    _ops,
+    _pair_coefficients,
+    _refine_targets,
+)
+from skmip.calibration.swap.polish import _check_solver_error, _factor, _solver_step
+from skmip.calibration.swap.rounds import _jensen_summary, _round_design
+
+#: Elements of one (e x targets) cross matrix computed at a time (memory cap).
+_CHUNK_ELEMENTS = 2**20
+#: Elements of one gathered (targets x pairs x D) array of sampled pairs (cache-sized chunks).
+_GATHER_ELEMENTS = 2**19
+
+
+def _prepare(block, factor, rows, whitener, newton):
+    """Per-row quantities of one block for the pair distances.
+
+    ``U``: the whitened per-row vectors whose combination is the swap's change: beta_i =
+    H^-1 g_i (first order) or xi_i = H^-1 x_i (Newton, generalised-linear blocks:
+    :func:`_glm_rows`), with ``Uraw`` their raw values on zero-scale coordinates.
+    """
+    if not newton:
+        beta = linalg.cho_solve(factor, block.gradients[rows].T, check_finite=False).T
+        return {"U": whitener.apply(beta, block.index), "Uraw": whitener.raw(beta, block.index)}
+    glm = block.glm
+    feats = glm.features[rows]
+    # xi_i = K^-1 x_i through the (D, D) inverse: one matrix product (a triangular solve
+    # with n right-hand sides is several times slower), as the batched engine does.
+    xi = feats @ linalg.cho_solve(factor, np.eye(feats.shape[1]), check_finite=False)
+    return _glm_rows(feats, xi, glm.margins[rows], np.asarray(rows), glm, whitener, block.index)
+
+
+def _glm_rows(feats, xi, margins, rows, glm, whitener, index):
+    """The Newton engine's per-row quantities, for rows (..., ) of one fit or of a stack of fits.
+
+    The features x_i, xi_i = H^-1 x_i (whitened: ``U``, raw on zero-scale coordinates:
+    ``Uraw``), the leverage h_ii = x_i' H^-1 x_i, the margins u0 at the fit and the loss
+    derivatives there.
+    """
+    return {
+        "rows": rows,
+        "feats": feats,
+        "xi": xi,
+        "U": whitener.apply(xi, index),
+        "Uraw": whitener.raw(xi, index),
+        "h": (feats * xi).sum(-1),
+        "u0": margins,
+        "d1": glm.dloss(margins, rows),
+        "d2": glm.d2loss(margins, rows),
+    }
+
+
+#: What a pair needs of its e and of its target (the Newton engine's keys; first order has U).
+_E_KEYS = ("U", "Uraw", "feats", "h", "d1", "d2", "rows")
+_X_KEYS = ("U", "Uraw", "xi", "h", "u0", "rows")
+
+
+def _take(prep, idx, keys=None):
+    """The rows ``idx`` (an integer array of any shape) of the per-row quantities ``keys``."""
+    return {key: np.take(value, idx, axis=0) for key, value in prep.items() if keys is None or key in keys}
+
+
+def _assemble_sq(terms, cross, orthogonal):
+    """Squared whitened norm of sum_b (c_e,b U_e,b - c_x,b U_x,b) for each pair.
+
+    ``terms``: per block (pe, px, c_e, c_x). Blocks are ``orthogonal`` when the whitening is
+    diagonal (they hold disjoint coordinates); a full whitening matrix couples them.
+    """
+    dot, col_e, row_x = _ops(cross)
+    sq = 0.0
+    norm_sq = lambda A, B: np.einsum("...i,...i->...", A, B)  # noqa: E731
+    pairs = [(i, i) for i in range(len(terms))] if orthogonal else [
+        (i, j) for i in range(len(terms)) for j in range(len(terms))
+    ]
+    for i, j in pairs:
+        pe_i, px_i, ce_i, cx_i = terms[i]
+        pe_j, px_j, ce_j, cx_j = terms[j]
+        sq = sq + (
+            ce_i * ce_j * col_e(norm_sq(pe_i["U"], pe_j["U"]))
+            + cx_i * cx_j * row_x(norm_sq(px_i["U"], px_j["U"]))
+            - 2.0 * ce_i * cx_j * dot(pe_i["U"], px_j["U"])
+        )
+    sq = np.maximum(sq, 0.0)
+    for pe, px, ce, cx in terms:  # zero-scale coordinates (diagonal whitening only)
+        if pe["Uraw"].shape[1]:
+            if cross:
+                raw = ce[:, :, None] * pe["Uraw"][:, None, :] - cx[:, :, None] * px["Uraw"][None, :, :]
+            else:
+                raw = ce[..., None] * pe["Uraw"] - cx[..., None] * px["Uraw"]
+            sq = np.where((raw != 0).any(axis=-1), np.inf, sq)
+    return sq
+
+
+def _matched_distances(sides, whitener, newton):
+    """Distances of matched pairs from each block's (e side (T, p, .), target side (T, 1, .),
+    glm): the (T, p) whitened norms of the swaps' changes."""
+    terms = [(pe, px) + _pair_coefficients(pe, px, glm, newton, cross=False) for pe, px, glm in sides]
+    return np.sqrt(_assemble_sq(terms, False, whitener.diagonal))
+
+
+def _certified_matched(cert, side, whitener):
+    """Certified distances of matched pairs (one generalised-linear block): :mod:`.certify`."""
+    pe, px, glm = side
+    c_e, c_x, det = _pair_coefficients(pe, px, glm, True, cross=False, details=True)
+    dist = np.sqrt(_assemble_sq([(pe, px, c_e, c_x)], False, whitener.diagonal))
+    bound = cert.bound(dist, _norms(pe), _norms(px), c_e, c_x, det, pe["rows"], px["rows"])
+    return cert.tighten(dist, bound, px["rows"], pe["rows"], c_e, c_x, det)
+
+
+def _refine_fit(block, factor, P, H, px, cols, e_rows, whitener):
+    """:func:`_refine_targets` for the targets ``cols`` of ``px`` (one fit on ``H``), each with
+    its rows ``e_rows`` (len(cols), p): ``(dist, ok)``."""
+    glm = block.glm
+    Hinv = linalg.cho_solve(factor, np.eye(block.theta.size), check_finite=False)
+    F, H, theta, reg0, Hinv = (v[None] for v in (glm.features[H], H, block.theta, block.regularizer_gradient, Hinv))
+    targets = [v[None] for v in (px["rows"][cols], px["xi"][cols], px["h"][cols], px["u0"][cols], e_rows)]
+    dist, ok = _refine_targets(glm, F, H, P, theta, reg0, Hinv, *targets, whitener, block.index)
+    return dist[0], ok[0]
+
+
+def certifiable(blocks, newton, whitener):
+    """Whether the Newton engine's distances of these blocks can be certified
+    (:mod:`.certify`): one generalised-linear block whose loss declares its
+    self-concordance constant, and a noise shape with no zero-scale coordinate."""
+    return (newton and len(blocks) == 1 and blocks[0].glm is not None
+            and blocks[0].glm.gsc is not None and not whitener.zero.any())
+
+
+def _certifier(block, hinv, fitter, H, whitener, prep=None):
+    """The fit's :class:`~.certify.PairCertifier`. ``prep`` = (H side, target side) of
+    :func:`_prepare`: the rows' quantities the engine computed, all summed at once; without
+    it the H side's scalars are computed here and the row sums filled as the rows come."""
+    residual = gradient_sum(block, H) + block.regularizer_gradient
+    P = fitter.regulariser_hessian(block, H)
+    if prep is None:
+        rows = fit_row_scalars(block.glm, block.theta, H, hinv, lambda V: whitener.apply(V, block.index))
+    else:
+        pe, px = prep
+        rows = (pe["h"], _norms(pe), pe["d2"])
+    cert = PairCertifier(block.glm, block.theta, block.regularizer_gradient, P, hinv, np.asarray(H),
+                         residual, whitener, block.index, cache=exact_cache(fitter), rows=rows)
+    if prep is not None:
+        for side in prep:
+            cert.sums.fill(side["rows"], side["xi"], side["h"])
+    return cert
+
+
+def _glm_prep(glm, rows, hinv, whitener, index):
+    """:func:`_glm_rows` for ``rows`` (any shape) of a generalised-linear block."""
+    feats = glm.features[rows]
+    return _glm_rows(feats, feats @ hinv, glm.margins[rows], rows, glm, whitener, index)
+
+
+def _streamed_pairs(block, factor, fitter, H, targets, pos, whitener, certify, refine):
+    """Distances (T, p) of the sampled pairs of one fit of one generalised-linear block.
+
+    The per-row quantities of the targets and of their sampled e (positions ``pos`` in
+    ``H``) are formed a chunk of targets at a time, so the fit's memory is O(chunk D) and
+    the rows' scalars, not O(n D): the same arithmetic as :func:`_prepare` on all rows.
+    """
+    glm, index = block.glm, block.index
+    hinv = linalg.cho_solve(factor, np.eye(block.theta.size), check_finite=False)
+    cert = _certifier(block, hinv, fitter, H, whitener) if certify else None
+    T, p = pos.shape
+    dist = np.empty((T, p))
+    width = max(1, _GATHER_ELEMENTS // (p * glm.features.shape[1]))
+    for a in range(0, T, width):
+        c = slice(a, a + width)
+        px = _glm_prep(glm, targets[c], hinv, whitener, index)
+        pe = _glm_prep(glm, H[pos[c]], hinv, whitener, index)
+        if cert is not None:
+            cert.sums.fill(px["rows"], px["xi"], px["h"])
+            cert.sums.fill(pe["rows"], pe["xi"], pe["h"])
+        side = ({key: pe[key] for key in _E_KEYS}, {key: px[key][:, None] for key in _X_KEYS}, glm)
+        if cert is not None:
+            dist[c] = _certified_matched(cert, side, whitener)
+        else:
+            dist[c] = _matched_distances([side], whitener, True)
+    n_refine = _n_refine(refine if cert is None else 0.0, T)
+    if n_refine:
+        top = np.argsort(-dist.mean(axis=1))[:n_refine]
+        px = _glm_prep(glm, targets[top], hinv, whitener, index)
+        P = fitter.regulariser_hessian(block, H)
+        better, ok = _refine_fit(block, factor, P, H, px, np.arange(top.size), H[pos[top]], whitener)
+        dist[top[ok]] = better[ok]
+    return dist
+
+
+def exact_cache(fitter):
+    """The job's exact minimisers by training set, kept on the fitter (:mod:`.certify`)."""
+    return fitter.__dict__.setdefault("_certified_minimisers", {})
+
+
+def _norms(prep):
+    return np.linalg.norm(prep["U"], axis=-1)
+
+
+def _influence_round(fitter, loss, Xd, y, sample_weight, n, k, seed, p, whitener, all_pairs,
+                     n_keep, newton, refine, certify=False):
+    """Distances of one round, shape (n, n_keep): every row is the target of one fit.
+
+    ``fitter(rows)`` returns ``(fitted, theta)`` for the learner on ``rows``. With sampled
+    pairs each target gets ``p`` values of e drawn independently and uniformly in its
+    D_out (with replacement: each value is then an unbiased draw of the average over e),
+    computed in one vectorised pass over all (target, e) pairs of the fit.
+    """
+    rng, fit_sets, owner = _round_design(seed, n, k)
+    out = np.empty((n, n_keep))
+    for j, H in enumerate(fit_sets):
+        fitted, theta = fitter(H)
+        if theta.size != whitener.size:  # e.g. a classifier fitted on a subset lacking a class
+            raise ValueError(
+                f"{_OWNER}: the fit on {H.size} of {n} rows has {theta.size} parameters but the "
+                f"noise shape has {whitener.size}; the layout must not depend on the subset."
+            )
+        blocks = loss.blocks(fitted, Xd, y, H, sample_weight)
+        del fitted
+        targets = np.flatnonzero(owner == j)
+        preps, factors = [], []
+        step = np.zeros(theta.size)
+        multi = newton and blocks[0].multi is not None  # K margins per row: multinomial.py
+        # Sampled pairs of one generalised-linear block (the default): streamed by chunks.
+        stream = newton and not all_pairs and not multi and len(blocks) == 1 and blocks[0].glm is not None
+        for b in blocks:
+            factor = _factor(b)
+            factors.append(factor)
+            step[b.index] = _solver_step(b, factor, H)
+            if not multi and not stream:
+                preps.append((_prepare(b, factor, H, whitener, newton), _prepare(b, factor, targets, whitener, newton), b.glm))
+        # Zero-scale coordinates are left out of the solver check (they carry no noise).
+        step[whitener.zero] = 0.0
+        solver_error = float(whitener.norms(step))
+        del theta
+        if multi:  # --- hook: the target-exact engine with K margins (multinomial.py) ---
+            # The same draws of e as the one-margin engines: p positions in H per target.
+            pos = None if all_pairs else rng.integers(0, k, size=(targets.size, p))
+            dist = _multi_margin_distances(blocks[0], factor, H, targets, pos, whitener)
+            out[targets] = _jensen_summary(dist, n_keep)
+            _check_solver_error(solver_error, out[targets], k)
+            continue  # --- end hook ---
+        if stream:
+            if targets.size:
+                pos = rng.integers(0, k, size=(targets.size, p))  # positions in H of each target's e
+                dist = _streamed_pairs(blocks[0], factors[0], fitter, H, targets, pos, whitener, certify, refine)
+                out[targets] = _jensen_summary(dist, n_keep)
+            _check_solver_error(solver_error, out[targets], k)
+            continue
+        # Certified distances replace the (uncertified) refinement of the most exposed targets.
+        cert = _certifier(blocks[0], linalg.cho_solve(factors[0], np.eye(blocks[0].theta.size), check_finite=False),
+                          fitter, H, whitener, preps[0][:2]) if certify else None
+        # Refining the most exposed targets needs one generalised-linear block.
+        n_refine = _n_refine(refine if (newton and len(blocks) == 1 and cert is None) else 0.0, targets.size)
+        P = fitter.regulariser_hessian(blocks[0], H) if n_refine else None
+        if all_pairs:
+            # Chunk the targets so that each (k x chunk) cross matrix stays small.
+            width = max(1, _CHUNK_ELEMENTS // k)
+            for start in range(0, targets.size, width):
+                chunk = np.arange(start, min(start + width, targets.size))
+                if cert is not None:
+                    (pe, px, glm), = preps
+                    pxc = _take(px, chunk)
+                    c_e, c_x, det = _pair_coefficients(pe, pxc, glm, True, cross=True, details=True)
+                    dist = np.sqrt(_assemble_sq([(pe, pxc, c_e, c_x)], True, whitener.diagonal))
+                    bound = cert.bound(dist, _norms(pe)[:, None], _norms(pxc)[None, :], c_e, c_x, det,
+                                       np.asarray(H)[:, None], pxc["rows"][None, :])
+                    dist = cert.tighten(dist, bound, pxc["rows"][None, :], np.asarray(H)[:, None], c_e, c_x, det)
+                    out[targets[chunk]] = _jensen_summary(dist.T, n_keep)
+                    continue
+                terms = []
+                for pe, px, glm in preps:
+                    pxc = _take(px, chunk)
+                    terms.append((pe, pxc) + _pair_coefficients(pe, pxc, glm, newton, cross=True))
+                dist = np.sqrt(_assemble_sq(terms, True, whitener.diagonal))
+                if n_refine:
+                    cols = np.argsort(-dist.mean(axis=0))[:n_refine]
+                    better, ok = _refine_fit(blocks[0], factors[0], P, H, preps[0][1], chunk[cols],
+                                             np.broadcast_to(H, (cols.size, k)), whitener)
+                    dist[:, cols[ok]] = better[ok].T
+                out[targets[chunk]] = _jensen_summary(dist.T, n_keep)
+        elif targets.size:
+            T = targets.size
+            pos = rng.integers(0, k, size=(T, p))  # positions in H of each target's e
+            dist = np.empty((T, p))
+            # e-side (chunk, p, .) gathered, in chunks that stay in cache; target side
+            # (chunk, 1, .) broadcast, not copied.
+            width = max(1, _GATHER_ELEMENTS // (p * Xd.shape[1]))
+            # (Several blocks or first order: one generalised-linear block is streamed above,
+            # and only it is certified or refined.)
+            for c in (slice(a, a + width) for a in range(0, T, width)):
+                sides = [(_take(pe, pos[c], _E_KEYS), {key: value[c, None] for key, value in px.items() if key in _X_KEYS},
+                          glm) for pe, px, glm in preps]
+                dist[c] = _matched_distances(sides, whitener, newton)
+            out[targets] = _jensen_summary(dist, n_keep)
+        _check_solver_error(solver_error, out[targets], k)
+    return out

@@ -1,0 +1,101 @@
+"""Pipelines whose transformers are fitted on all of D and whose last step is calibrated by coupling.
+
+Definition 1 of Izzo et al. fixes the dataset D and draws D_train uniformly from it; the
+attacker knows D. A transformer fitted on D (what ``fit`` receives), before D_train is drawn,
+is a function of D alone: it is the same whichever D_train is drawn, so releasing it tells the
+attacker nothing about membership (Theorem 3's post-processing, applied to a map the attacker
+already knows). The membership signal is all in the last step, fitted on the transformed rows
+of D_train, and that step is calibrated exactly as a bare estimator on the transformed design
+matrix: the certified coupling engines see the matrix the learner is fitted on.
+
+What this does *not* protect: facts about D as a whole (a StandardScaler's means, the
+categories a OneHotEncoder found, hence that some rare category occurs in D at all) are
+released as fitted. ``docs/pipelines.md`` argues the choice.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from sklearn.base import clone
+
+__all__ = ["PreprocessingOnD", "preprocessing_route"]
+
+
+def preprocessing_route(estimator, method, params):
+    """The pipeline route for ``estimator``, or ``None`` where it does not apply.
+
+    It applies to a :class:`~sklearn.pipeline.Pipeline` of at least two steps whose last step
+    has a registered smooth loss (:func:`skmip.calibration.swap.get_smooth_loss`), with
+    ``params="auto"`` and a coupling calibration (``method`` ``"auto"`` or ``"coupling"``).
+    ``method="moments"`` or a ``params`` list keep the earlier route: every step fitted on
+    ``D_train`` and noised together (:class:`skmip.params.PipelineAdapter`).
+    """
+    from sklearn.pipeline import Pipeline
+
+    from skmip.calibration.swap import get_smooth_loss
+
+    if not isinstance(estimator, Pipeline) or len(estimator.steps) < 2:
+        return None
+    if not (isinstance(params, str) and params == "auto") or method == "moments":
+        return None
+    last = estimator.steps[-1][1]
+    if last is None or isinstance(last, str) or get_smooth_loss(last) is None:
+        return None
+    return PreprocessingOnD(estimator)
+
+
+class PreprocessingOnD:
+    """Fit a pipeline's transformers on D; hand its last step and the transformed rows on.
+
+    Parameters
+    ----------
+    pipeline : Pipeline
+        The user's unfitted pipeline (never modified).
+    """
+
+    def __init__(self, pipeline):
+        self.pipeline = pipeline
+        self.last_name, self.last = pipeline.steps[-1]
+
+    def split_fit_params(self, owner, fit_params):
+        """``(transformer params, last-step params)`` from the pipeline's ``step__param`` keys.
+
+        Raises
+        ------
+        ValueError
+            For a key that names no step (the pipeline itself would refuse it).
+        """
+        names = [name for name, _ in self.pipeline.steps]
+        before, last = {}, {}
+        for key, value in fit_params.items():
+            step, sep, param = key.partition("__")
+            if not sep or step not in names:
+                raise ValueError(
+                    f"{owner}: fit parameter {key!r} names no step of the Pipeline; a Pipeline's "
+                    f"fit parameters are 'step__parameter' with step one of {names}, e.g. "
+                    f"'{self.last_name}__sample_weight'."
+                )
+            if step == self.last_name:
+                last[param] = value
+            else:
+                before[key] = value
+        return before, last
+
+    def fit_transform(self, X, y, fit_params, seed):
+        """The transformers fitted on all of ``(X, y)`` and ``X`` transformed by them.
+
+        ``seed`` makes randomised transformers deterministic (drawn once, independent of
+        ``D_train``, like the learner's seed).
+        """
+        from skmip.utils.rng import fix_inner_random_state
+
+        transformers = fix_inner_random_state(clone(self.pipeline[:-1]), seed)
+        Z = transformers.fit_transform(X, y, **fit_params)
+        return transformers, Z
+
+    def release(self, transformers, last):
+        """The released pipeline: the user's steps, fitted transformers, the noised last step."""
+        released = clone(self.pipeline)
+        released.steps = [*copy.deepcopy(transformers.steps), (self.last_name, last)]
+        return released

@@ -1,0 +1,166 @@
+"""Certified swap distances (skmip.calibration.swap.certify): every stage bounds the exact one."""
+
+import numpy as np
+import pytest
+from scipy.special import lambertw
+from sklearn.linear_model import LogisticRegression, PoissonRegressor
+
+from skmip.calibration.swap import polish_to_minimiser
+from skmip.calibration.swap import certify
+from skmip.calibration.swap.certify import PairCertifier, ball_radius, remainder_ratio
+from skmip.calibration.swap.influence import _prepare, _take
+from skmip.calibration.losses.registry import get_smooth_loss
+from skmip.calibration.swap.newton import _pair_coefficients
+from skmip.calibration.swap.polish import _factor, _regulariser_hessian
+from skmip.calibration.swap.whitening import _Whitener
+
+
+def test_remainder_ratio_matches_its_definition_and_its_series():
+    x = np.array([0.0, 1e-6, 1e-4, 5e-4, 1e-3, 0.1, 1.0, 10.0])
+    exact = np.where(x > 0, (np.expm1(x) - x) / np.where(x > 0, x, 1.0), 0.0)
+    got = remainder_ratio(x)
+    # The series is an upper bound below 1e-3 (its dropped tail is below x^4 / 100).
+    assert np.all(got >= exact * (1 - 1e-12)) and np.allclose(got, exact, rtol=1e-9, atol=1e-18)
+
+
+def test_ball_radius_is_the_smallest_fixed_point_and_refuses_past_one_over_e():
+    g, c, b = 0.01, 0.2, 3.0
+    rho = float(ball_radius(g, c, b))
+    smallest = g * np.exp(c - np.real(lambertw(-b * g * np.exp(c), 0)))
+    assert smallest <= rho <= smallest * (1 + 2e-6)
+    assert g * np.exp(c + b * rho) < rho  # the lemma's strict inequality holds
+    assert np.isinf(ball_radius(1.0, 0.0, 1.0))  # b g e^c = 1 > 1/e: no radius
+    assert float(ball_radius(0.3, 0.0, 0.0)) == pytest.approx(0.3, rel=1e-5)  # least squares
+
+
+def _outlier_data(seed=0, n=14):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    y = np.arange(n) % 2
+    X[y == 1] += 1.0
+    X[0], y[0] = [6.0, 6.0], 0  # a far outlier with the wrong label, and its duplicate
+    X[2], y[2] = X[0], y[0]
+    return X, y
+
+
+def _exact_theta(make, X, y, rows):
+    est = make().fit(X[rows], y[rows])
+    polish_to_minimiser(est, X[rows], y[rows])
+    return np.r_[est.coef_.ravel(), np.ravel(est.intercept_)]
+
+
+@pytest.mark.parametrize("make, data", [
+    (lambda: LogisticRegression(C=1.0, solver="newton-cholesky", tol=1e-12), "logistic"),
+    (lambda: PoissonRegressor(alpha=0.05, tol=1e-12), "poisson"),
+])
+@pytest.mark.parametrize("stages", [1, 2, 3])
+def test_every_stage_bounds_the_exact_distance(make, data, stages, monkeypatch):
+    X, y = _outlier_data()
+    if data == "poisson":
+        y = np.random.default_rng(1).poisson(np.exp(0.4 * X[:, 0].clip(-2, 2))).astype(float)
+    n, k = len(X), 7
+    H = np.arange(1, k + 1)  # D_out without the outlier (row 0) but with its twin (row 2)
+    est = make().fit(X[H], y[H])
+    polish_to_minimiser(est, X[H], y[H])
+    (block,) = get_smooth_loss(est).blocks(est, X, y, H, None)
+    L = np.diag([0.5, 1.0, 2.0]) + np.tril(np.full((3, 3), 0.1), -1)  # a full noise shape
+    whitener = _Whitener(L)
+    factor = _factor(block)
+    hinv = np.linalg.inv(block.hessian)
+    cert = PairCertifier(block.glm, block.theta, block.regularizer_gradient, _regulariser_hessian(block, H),
+                         hinv, H, block.gradients[H].sum(0) + block.regularizer_gradient, whitener, block.index,
+                         cache={})
+    if stages == 1:  # the closed form alone
+        monkeypatch.setattr(PairCertifier, "tighten", lambda self, dist, bound, *a: bound)
+    elif stages == 2:  # no exact solves
+        monkeypatch.setattr(certify, "exact_minimiser", lambda *a, **k: (np.zeros(3), np.inf))
+    targets = np.setdiff1d(np.arange(n), H)
+    pe = _prepare(block, factor, H, whitener, True)
+    px = _prepare(block, factor, targets, whitener, True)
+    c_e, c_x, det = _pair_coefficients(pe, px, block.glm, True, cross=True, details=True)
+    sq = (c_e[..., None] * pe["U"][:, None] - c_x[..., None] * px["U"][None]) ** 2
+    dist = np.sqrt(sq.sum(-1))
+    norms = lambda p: np.linalg.norm(p["U"], axis=-1)  # noqa: E731
+    bound = cert.bound(dist, norms(pe)[:, None], norms(px)[None, :], c_e, c_x, det, H[:, None], targets[None, :])
+    certified = cert.tighten(dist, bound, targets[None, :], H[:, None], c_e, c_x, det)
+    linv = np.linalg.inv(L)
+    theta0 = block.theta
+    checked = 0
+    for a, e in enumerate(H):
+        for b, x in enumerate(targets):
+            if not np.isfinite(certified[a, b]):
+                continue
+            rows = np.sort(np.r_[H[H != e], x])
+            exact = np.linalg.norm(linv @ (_exact_theta(make, X, y, rows) - theta0))
+            assert exact <= certified[a, b] + 1e-9, (e, x, exact, certified[a, b], dist[a, b])
+            if stages == 3:  # tight: accepted within 10% (+1% of the median) of the estimate, or solved
+                floor = 0.01 * np.median(dist)
+                slack = 2 * certify.RELEASE_TOL + 1e-6  # the release allowance, and the solves'
+                assert certified[a, b] <= max(1.1 * dist[a, b] + floor, exact + slack) + 1e-9
+            checked += 1
+    # The closed form alone certifies few pairs of such a tiny, outlying dataset (the later
+    # stages exist for them); with them every pair is certified.
+    assert checked >= {1: 1, 2: (k * targets.size) // 2, 3: k * targets.size}[stages]
+
+
+def _row_sums_case(seed=3, n=60, d=4):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * np.r_[1.0, 1.0, 3.0, 0.3]
+    X[:3] *= 6.0  # a few high-leverage rows
+    y = (X[:, 0] + rng.normal(size=n) > 0).astype(int)
+    H = np.sort(rng.choice(n, n // 2, replace=False))
+    est = LogisticRegression(C=1.0, solver="newton-cholesky", tol=1e-12).fit(X[H], y[H])
+    polish_to_minimiser(est, X[H], y[H])
+    (block,) = get_smooth_loss(est).blocks(est, X, y, H, None)
+    hinv = np.linalg.inv(block.hessian)
+    F, FH = block.glm.features, block.glm.features[H]
+    curv = block.glm.d2loss(FH @ block.theta, H)
+    lev = ((FH @ hinv) * FH).sum(1)
+    unorm = np.abs(rng.normal(size=H.size)) + 0.1
+    return FH, curv, lev, unorm, F, hinv, H
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_row_sums_are_the_exact_sums_or_bound_them(split, monkeypatch):
+    FH, curv, lev, unorm, F, hinv, H = _row_sums_case()
+    if split:  # only D rows of H summed exactly, the rest bounded by Cauchy-Schwarz
+        monkeypatch.setattr(certify, "_SUMS_WORK", 0.0)
+    sums = certify.RowSums(F, H, curv, lev, unorm, hinv=hinv)
+    h = FH @ hinv @ F.T  # (k, n): h_ij
+    l, u = curv[:, None], unorm[:, None]
+    exact = {
+        "reach": np.abs(h).max(0),
+        "quartic": ((l * h**4).sum(0)) ** 0.25,
+        "weighted": np.sqrt((l * u * h**2).sum(0)),
+        "squared": np.sqrt((l * u**2 * h**2).sum(0)),
+    }
+    for name, value in exact.items():
+        got = getattr(sums, name)
+        if split:
+            assert np.all(got >= value * (1 - 1e-12)), name
+            assert np.any(got > value * 1.01), name  # the bound is not silently exact
+        else:
+            np.testing.assert_allclose(got, value, rtol=1e-10, err_msg=name)
+    assert sums.top == pytest.approx(unorm.max())
+
+
+def test_row_sums_filled_as_the_rows_come_equal_the_sums_at_once(monkeypatch):
+    # The streamed engine fills a fit's row sums chunk by chunk, rows repeated across chunks.
+    monkeypatch.setattr(certify, "_SUMS_WORK", 0.0)
+    FH, curv, lev, unorm, F, hinv, H = _row_sums_case()
+    whole = certify.RowSums(F, H, curv, lev, unorm, hinv=hinv)
+    lazy = certify.RowSums(F, H, curv, lev, unorm)
+    assert np.isnan(lazy.reach).all()  # nothing summed yet: a bound on it is not finite
+    rng = np.random.default_rng(0)
+    for rows in (rng.choice(len(F), (7, 2)), np.arange(len(F))[::-1]):  # repeats, then all
+        xi = F[rows] @ hinv
+        lazy.fill(rows, xi, (xi * F[rows]).sum(-1))
+    for name in ("reach", "quartic", "weighted", "squared"):
+        np.testing.assert_allclose(getattr(lazy, name), getattr(whole, name), rtol=1e-12, err_msg=name)
+
+
+def test_closed_form_bounds_the_exact_distance_with_split_row_sums(monkeypatch):
+    # The same check as the stage-1 case above, with the row sums bounded, not summed.
+    monkeypatch.setattr(certify, "_SUMS_WORK", 0.0)
+    test_every_stage_bounds_the_exact_distance(
+        lambda: LogisticRegression(C=1.0, solver="newton-cholesky", tol=1e-12), "logistic", 1, monkeypatch)
