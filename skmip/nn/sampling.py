@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-__all__ = ["PoissonBatchSampler", "UniformBatchSampler"]
+__all__ = ["PoissonBatchSampler", "UniformBatchSampler", "poisson_loader"]
 
 
 class PoissonBatchSampler(torch.utils.data.Sampler):
@@ -89,3 +89,18 @@ class UniformBatchSampler(torch.utils.data.Sampler):
 
     def __len__(self):
         return self.steps
+
+
+def poisson_loader(dataset, q, steps, rng):
+    """A loader of Poisson batches (possibly empty), collated as Opacus' ``DPDataLoader`` does."""
+    from opacus.data_loader import dtype_safe, shape_safe, wrap_collate_with_empty
+    from torch.utils.data.dataloader import default_collate
+
+    first = dataset[0]
+    collate = wrap_collate_with_empty(
+        collate_fn=default_collate, batch_first=True,
+        sample_empty_shapes=[(0, *shape_safe(x)) for x in first], dtypes=[dtype_safe(x) for x in first],
+    )
+    return torch.utils.data.DataLoader(
+        dataset, batch_sampler=PoissonBatchSampler(len(dataset), q, steps, rng), collate_fn=collate
+    )
