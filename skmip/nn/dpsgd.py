@@ -24,7 +24,7 @@ calibration and the reported figures are :mod:`skmip.nn.dpsgd_accounting`): ``ep
 ``mip_bound_clt_``: approximations, not guarantees.
 
 Randomness: batches and noise are drawn with numpy from a generator holding 128 bits of
-fresh OS entropy per fit (:func:`skmip.nn.seeds.release_generator`), or with
+fresh OS entropy per fit (:func:`skmip.nn.fit_randomness.release_generator`), or with
 ``secure_mode=True`` from ``os.urandom`` with a floating-point-safe Gaussian sampler
 (:class:`skmip.utils.os_random.OSRandomGenerator`); the noise is copied to the parameters'
 device. Opacus' ``DPOptimizer`` clips, and its noise step is replaced by these draws.
@@ -49,7 +49,7 @@ from skmip.nn.dpsgd_accounting import calibrate_noise_multiplier, check_privacy_
 from skmip.nn.modules import MLPModule
 from skmip.nn.sampling import UniformBatchSampler, poisson_loader
 from skmip.nn.seeded_nets import NeuralNetClassifier
-from skmip.nn.seeds import release_generator
+from skmip.nn.fit_randomness import release_generator
 from skmip.nn.validation import check_net_X, check_net_y
 
 __all__ = ["DPNeuralNetClassifier", "DPSGDLogisticRegression", "UniformBatchSampler"]

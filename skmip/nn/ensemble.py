@@ -26,7 +26,7 @@ import torch
 from sklearn.base import clone
 from torch.func import functional_call, stack_module_state, vmap
 
-from skmip.nn.seeds import fit_seeds, seeded_torch
+from skmip.nn.fit_randomness import fit_seeds, seeded_torch
 
 __all__ = ["fit_ensemble", "ensemble_vectors"]
 

@@ -3,7 +3,7 @@
 Which rows enter a noisy step is part of the mechanism the accountant analyses: an attacker
 who could predict the batches would know when the target's gradient was (not) in the sum.
 These samplers therefore draw from a *release* generator, a ``numpy.random.Generator``
-spawned from 128 bits of OS entropy (:func:`skmip.nn.seeds.release_generator`) or an
+spawned from 128 bits of OS entropy (:func:`skmip.nn.fit_randomness.release_generator`) or an
 :class:`skmip.utils.os_random.OSRandomGenerator`, never from a torch generator with a 64-bit seed.
 Both offer ``random(size)``, the one method used here.
 """
