@@ -43,6 +43,7 @@ MOVED = {
     "skmip.metrics": "skmip.audit.metrics",
     "skmip.moments": "skmip.calibration.spread.moments",
     "skmip.nn.seeding": "skmip.nn.seeded_nets",
+    "skmip.nn.seeds": "skmip.nn.fit_randomness",
     "skmip.os_random": "skmip.utils.os_random",
     "skmip.report": "skmip.app.report",
     "skmip.scoring": "skmip.audit.scoring",

@@ -77,7 +77,7 @@ def test_the_torch_leaf_has_no_cycles():
         for b in graph[a]:
             if b.startswith("skmip.nn.") and b != "skmip.nn":
                 assert not _reaches(graph, b, a), f"{a} <-> {b}"
-    # seeding -> ensemble -> seeds: the batched trainer never reaches back to the nets.
+    # seeded_nets -> ensemble -> fit_randomness: the batched trainer never reaches back to the nets.
     assert "skmip.nn.ensemble" in graph["skmip.nn.seeded_nets"]
     assert not _reaches(graph, "skmip.nn.ensemble", "skmip.nn.seeded_nets")
-    assert not any(d.startswith("skmip") for d in graph["skmip.nn.seeds"])
+    assert not any(d.startswith("skmip") for d in graph["skmip.nn.fit_randomness"])
