@@ -30,7 +30,7 @@ from sklearn.linear_model import (
 )
 from sklearn.svm import LinearSVC
 
-from skmip.audit.attacks import exact_audit, exact_audit_suite
+from skmip.audit.attacks import exact_audit, exact_audit_suite, exact_posterior, exact_refit
 from skmip.audit.attacks.bayes import exact_mip_advantage
 from skmip.audit.attacks.exact_audit import (
     enumerate_subsets,
@@ -130,7 +130,7 @@ def _imports(module):
     return names
 
 
-@pytest.mark.parametrize("module", [exact_audit, exact_audit_suite])
+@pytest.mark.parametrize("module", [exact_audit, exact_audit_suite, exact_posterior, exact_refit])
 def test_the_auditor_never_imports_the_engines_it_checks(module):
     for name in _imports(module):
         assert "sensitivity" not in name and "bounds" not in name, name
