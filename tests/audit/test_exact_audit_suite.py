@@ -136,6 +136,17 @@ def test_the_auditor_never_imports_the_engines_it_checks(module):
         assert "sensitivity" not in name and "bounds" not in name, name
 
 
+@pytest.mark.parametrize("module", [exact_audit, exact_audit_suite, exact_posterior, exact_refit])
+def test_the_auditor_reads_defences_through_public_names_only(module):
+    # No defence or release module is imported (the public top-level names are), and no private
+    # module of skmip: the noise is observed through the public noise law, the Gaussian
+    # synthesizer's draws through its random_state.
+    for name in _imports(module):
+        parts = name.split(".")
+        assert name == "__future__" or not any(p.startswith("_") for p in parts), name
+        assert parts[:2] not in (["skmip", "defend"], ["skmip", "release"]), name
+
+
 def _raise(*args, **kwargs):
     raise AssertionError("the exact audit called a calibration engine")
 

@@ -40,6 +40,7 @@ from sklearn.pipeline import Pipeline
 
 from skmip.audit.attacks.exact_posterior import MembershipAuditResult, enumerate_subsets, gaussian_membership_audit
 from skmip.audit.attacks.exact_refit import exact_minimiser
+from skmip.utils.rng import resolve_rng
 
 __all__ = [
     "MembershipAuditResult",
@@ -81,16 +82,17 @@ class NoPromise(ValueError):
 def capture_gaussian_noise():
     """Record every Gaussian noise draw of the wrappers: ``(shape, scale, noise)`` tuples.
 
-    Wraps ``skmip.defend._noise_method.sample_gaussian_noise`` (the one place the coupling
-    calibration draws its noise ``s L z``) for the duration of the block and appends the
-    shape ``L`` (or ``w``), the scale ``s`` and the noise drawn to the yielded list. The
-    draw itself is unchanged. The wrappers keep neither ``L`` nor the noise.
+    Wraps the public noise law :func:`skmip.calibration.noise_laws.sample_gaussian_noise`
+    (the coupling calibration draws its noise ``s L z`` through it, looked up on its module at
+    each draw) for the duration of the block and appends the shape ``L`` (or ``w``), the
+    scale ``s`` and the noise drawn to the yielded list. The draw itself is unchanged. The
+    wrappers keep neither ``L`` nor the noise. Nothing of the defence's internals is touched.
 
     Yields
     ------
     list of tuple
     """
-    import skmip.defend._noise_method as noise_module
+    from skmip.calibration import noise_laws as noise_module
 
     original = noise_module.sample_gaussian_noise
     records = []
@@ -312,31 +314,18 @@ def audit_gaussian_synthesizer(
     """
     from sklearn.covariance import ledoit_wolf
 
-    import skmip.release.gaussian as synthetic_module
-
     X = np.asarray(X, dtype=np.float64)
     n, d = X.shape
     draws = []
-    original = synthetic_module.resolve_rng
 
-    class _Recorder:
-        def __init__(self, rng):
-            self._rng = rng
+    def observed(seed):
+        # The synthesizer's own stream, observed: random_state takes a Generator and uses it
+        # as is, so the draws (the noise z among them) are those the given seed makes.
+        synth = make_synthesizer(seed)
+        return synth.set_params(random_state=_RecordingGenerator(synth.random_state, draws))
 
-        def __getattr__(self, name):
-            return getattr(self._rng, name)
-
-        def standard_normal(self, *args, **kwargs):
-            out = self._rng.standard_normal(*args, **kwargs)
-            draws.append(np.array(out))
-            return out
-
-    synthetic_module.resolve_rng = lambda state: _Recorder(original(state))
-    try:
-        synth, _, retries = _fit_retrying(make_synthesizer, X, None, seeds, capture=False,
-                                          max_seconds=max_seconds)
-    finally:
-        synthetic_module.resolve_rng = original
+    synth, _, retries = _fit_retrying(observed, X, None, seeds, capture=False, max_seconds=max_seconds)
+    synth.set_params(random_state=synth.random_state.given)
     if synth.method_ != "coupling":
         raise ValueError(f"{_OWNER}: only method='coupling' releases Gaussian noise; got {synth.method_!r}.")
     rows, cols = np.triu_indices(d)
@@ -360,6 +349,19 @@ def audit_gaussian_synthesizer(
     res = gaussian_membership_audit(outputs, subsets, n, scale=L, noise_scale=s, target=target,
                                     n_mc=n_mc, random_state=random_state)
     return _with(res, _printed_bound(synth)[0], details)
+
+
+class _RecordingGenerator(np.random.Generator):
+    """The generator ``random_state`` resolves to, keeping every standard normal draw."""
+
+    def __init__(self, random_state, draws):
+        super().__init__(resolve_rng(random_state).bit_generator)
+        self.given, self._draws = random_state, draws
+
+    def standard_normal(self, *args, **kwargs):
+        out = super().standard_normal(*args, **kwargs)
+        self._draws.append(np.array(out))
+        return out
 
 
 def audit_marginal_synthesizer(
