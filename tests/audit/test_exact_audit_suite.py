@@ -306,11 +306,11 @@ def test_selected_marginals_with_cycles_keep_the_printed_bound(monkeypatch):
     # tables) finds no record above the printed eta; the selection is a function of D, so
     # it is the same table list for every subset the audit enumerates.
     from skmip import MIPMarginalSynthesizer
-    from skmip.release import marginals as marginals_module
+    from skmip.release import marginal_selection
     from skmip.audit.attacks.exact_audit import audit_marginal_synthesizer
     from skmip.audit.attacks.exact_audit_suite import make_dataset
 
-    monkeypatch.setattr(marginals_module, "_SELECT_MARGIN", -1e9)
+    monkeypatch.setattr(marginal_selection, "_SELECT_MARGIN", -1e9)
     X, _ = make_dataset("rare_category", "categorical", 10, np.random.default_rng(31))
     X = X[:, :3]
     res = audit_marginal_synthesizer(
