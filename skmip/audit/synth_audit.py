@@ -294,9 +294,9 @@ class SynthesizerAuditor(BaseEstimator):
 
     # ------------------------------------------------------------------ helpers
     def _resolve_attacks(self):
-        from skmip.release.marginals import _MarginalSynthesizer
+        from skmip.release.marginals import DPMarginalSynthesizer, MIPMarginalSynthesizer
 
-        marginal = isinstance(self.synthesizer, _MarginalSynthesizer)
+        marginal = isinstance(self.synthesizer, (MIPMarginalSynthesizer, DPMarginalSynthesizer))
         if isinstance(self.attacks, str) and self.attacks == "auto":
             names = [a for a in _AUTO if a != "marginal_likelihood" or marginal]
             return [get_synthetic_attack(a) for a in names]
