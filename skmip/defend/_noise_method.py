@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from skmip.bounds import coupling_noise_scale, mip_noise_constant
-from skmip.calibration.noise_laws import sample_gaussian_noise, sample_mip_noise
+from skmip.calibration import noise_laws
+from skmip.calibration.noise_laws import sample_mip_noise
 
 METHODS = ("auto", "coupling", "moments")
 
@@ -100,7 +101,9 @@ class CouplingNoise:
 
     def draw(self, eta, rng):
         cal = self._calibrations[eta]
-        noise = sample_gaussian_noise(self.scale, cal.noise_scale, random_state=rng)
+        # Drawn through the public noise law, looked up at the draw: the exact audit observes
+        # it there (skmip.audit.attacks.exact_audit.capture_gaussian_noise).
+        noise = noise_laws.sample_gaussian_noise(self.scale, cal.noise_scale, random_state=rng)
         return noise, {
             "noise_scale_": float(cal.noise_scale),
             "noise_scale_point_": float(cal.noise_scale_point),
