@@ -15,9 +15,10 @@ from skmip.utils.validation import check_int
 from skmip.exceptions import check_subset_classes
 from skmip.params import get_adapter
 
-from skmip.calibration.losses.registry import get_smooth_loss
-from skmip.calibration.swap.polish import MinimiserFits, SolverFits
-from skmip.calibration.swap.rounds import _resolve_k
+# The fitters and the loss registry are imported where they are used: a fresh process (a
+# loky worker unpickling _subset_vectors) that enters skmip through this module would
+# otherwise import the loss registry before the swap package, and the registry's imports of
+# that package lead back to the half-initialised registry (an ImportError at n_jobs > 1).
 
 
 def _subset_vectors(fitter, n, k, seeds):
@@ -26,6 +27,9 @@ def _subset_vectors(fitter, n, k, seeds):
 
 def _make_fitter(estimator, adapter, X, y, fit_params, polish, template_rows):
     """The estimator's own fits, or (``polish``) the exact minimiser by warm-started Newton."""
+    from skmip.calibration.losses.registry import get_smooth_loss
+    from skmip.calibration.swap.polish import MinimiserFits, SolverFits
+
     if not polish:
         return SolverFits(estimator, adapter, X, y, fit_params)
     loss = get_smooth_loss(estimator)
@@ -131,6 +135,8 @@ def estimate_noise_factor(
     ((4, 4), True)
     """
     from sklearn.covariance import ledoit_wolf
+
+    from skmip.calibration.swap.rounds import _resolve_k
 
     owner = "estimate_noise_factor"
     fit_params = {} if fit_params is None else dict(fit_params)
