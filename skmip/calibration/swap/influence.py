@@ -6,7 +6,8 @@ import numpy as np
 from scipy import linalg
 
 from skmip.calibration.swap._common import _OWNER
-from skmip.calibration.swap.certify import PairCertifier, fit_row_scalars
+from skmip.calibration.swap.pair_certifier import PairCertifier
+from skmip.calibration.swap.row_sums import fit_row_scalars
 from skmip.calibration.losses.registry import gradient_sum
 from skmip.calibration.swap.multinomial import _multi_margin_distances
 from skmip.calibration.swap.newton import (
@@ -139,7 +140,7 @@ def certifiable(blocks, newton, whitener):
 
 
 def _certifier(block, hinv, fitter, H, whitener, prep=None):
-    """The fit's :class:`~.certify.PairCertifier`. ``prep`` = (H side, target side) of
+    """The fit's :class:`~.pair_certifier.PairCertifier`. ``prep`` = (H side, target side) of
     :func:`_prepare`: the rows' quantities the engine computed, all summed at once; without
     it the H side's scalars are computed here and the row sums filled as the rows come."""
     residual = gradient_sum(block, H) + block.regularizer_gradient
