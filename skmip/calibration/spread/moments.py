@@ -125,7 +125,8 @@ def _accumulate(template, estimator, adapter, X, y, fit_params, subsets, n_jobs,
     their partial accumulators merged in chunk order (only those in flight are alive)."""
     task = functools.partial(_fit_chunk, template, estimator, adapter, X, y, fit_params)
     total, first = None, None
-    for chunk_first, part in map_chunks(task, subsets, n_jobs=n_jobs, verbose=verbose, owner=_EST, label=label):
+    chunks = map_chunks(task, subsets, n_jobs=n_jobs, verbose=verbose, owner=_EST, label=label)
+    for _, (chunk_first, part) in chunks:
         first = check_length(_EST, subsets.noun, chunk_first[0], len(subsets), chunk_first[1], first, _WHAT)
         total = part if total is None else total.merge(part)
         del part

@@ -65,8 +65,8 @@ def _fit_subsets(fitter, subsets, n_jobs, verbose):
     """The parameter vectors of every subset's fit, shape (n_subsets, d), each checked finite."""
     parts, first = [], None
     with single_threaded_blas():
-        for ids, part in zip(subsets.chunks(), map_chunks(functools.partial(_subset_vectors, fitter), subsets,
-                                                          n_jobs=n_jobs, verbose=verbose, owner=_OWNER)):
+        task = functools.partial(_subset_vectors, fitter)
+        for ids, part in map_chunks(task, subsets, n_jobs=n_jobs, verbose=verbose, owner=_OWNER):
             for i, vector in zip(ids, part):
                 first = check_vector(_OWNER, subsets.noun, i, len(subsets), vector, first, "the noise shape")
             parts.append(part)

@@ -205,8 +205,8 @@ def check_vector(owner, noun, i, n_subsets, vector, first, what):
 
 
 def map_chunks(function, subsets, *, n_jobs, verbose, owner, label=""):
-    """Yield ``function(subsets, ids)`` for each chunk of :meth:`RandomSubsets.chunks`, in
-    chunk order, through joblib.
+    """Yield ``(ids, function(subsets, ids))`` for each chunk ``ids`` of
+    :meth:`RandomSubsets.chunks`, in chunk order, through joblib.
 
     ``return_as="generator"`` hands the chunks back in order as they finish, and
     ``batch_size=1`` stops joblib from grouping quick chunks into one task, so only the
@@ -219,6 +219,6 @@ def map_chunks(function, subsets, *, n_jobs, verbose, owner, label=""):
         delayed(function)(subsets, ids) for ids in chunks
     )
     for result, ids in zip(results, chunks):
-        yield result
+        yield ids, result
         if verbose > 0:
             print(f"{owner}: {ids[-1] + 1}/{len(subsets)} {subsets.noun} fits{label}", flush=True)
