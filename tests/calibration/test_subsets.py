@@ -81,3 +81,22 @@ def test_sigma_and_noise_factor_share_the_subset_machinery_but_keep_their_laws()
     means = np.array([y[rows_by_choice(s, 50, 25)].mean() for s in draw_split_seeds(3, 8)])
     np.testing.assert_allclose(mean, [means.mean()], rtol=1e-12)
     np.testing.assert_allclose(sigma, [means.std()], rtol=1e-12)
+
+
+@pytest.mark.parametrize("module", ["skmip.calibration.spread.noise_factor", "skmip.calibration.noise_shape",
+                                    "skmip.calibration.spread.moments"])
+def test_the_spread_modules_import_first_in_a_fresh_interpreter(module):
+    # The swap package re-exports them; entering skmip through them must not meet it (or the
+    # loss registry it imports) half-initialised: a loky worker does exactly that.
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import skmip
+
+    root = str(Path(skmip.__file__).parent.parent)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=120,
+                          env=env)
+    assert done.returncode == 0, done.stderr
