@@ -109,7 +109,7 @@ def bench_approximation(check_rounds, dataset="breast_cancer", Cs=(0.1, 1.0)):
 def _monotone_only(D, eta, G=128):
     """The grid point where the monotone relaxation alone (second moment for the sample
     variance) meets eta: what the calibration would give without the walk down the grid."""
-    from skmip.bounds.coupling import _ucb_per_target
+    from skmip.bounds.bernstein import _ucb_per_target
 
     j = int(np.floor(G * np.log2(coupling_noise_scale(D, eta).noise_scale)))
     while _ucb_per_target(D, 2 ** (j / G), 0.5, 0.05, monotone=True)[0].max() > eta:

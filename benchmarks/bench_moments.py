@@ -35,7 +35,8 @@ from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.utils.parallel import Parallel, delayed  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
-from skmip.calibration.spread.moments import _split_rows, _split_seeds, estimate_sigma  # noqa: E402
+from skmip.calibration.spread.moments import estimate_sigma  # noqa: E402
+from skmip.calibration.spread.subsets import draw_split_seeds, rows_by_choice  # noqa: E402
 
 
 class SecondMomentMatrix(BaseEstimator):
@@ -69,7 +70,7 @@ def _timed(fn):
 
 
 def _fit_coef(estimator, X, y, seed, m):
-    rows = _split_rows(seed, X.shape[0], m)
+    rows = rows_by_choice(seed, X.shape[0], m)
     return estimator.fit(X[rows], y[rows]).coef_
 
 
@@ -82,7 +83,7 @@ def bench_speedup(n_samples, n_features, n_splits, repeats):
     _, one_fit, _ = _timed(lambda: est.fit(X[: n_samples // 2], y[: n_samples // 2]))
     # Start the loky workers once so that the timing is of the fits, not of process start-up.
     estimate_sigma(est, X[:200], y[:200], n_splits=2, n_jobs=2, random_state=0)
-    seeds = _split_seeds(0, n_splits)
+    seeds = draw_split_seeds(0, n_splits)
 
     def plain(n_jobs):
         # The floor: the same fits through joblib with nothing accumulated.
@@ -130,8 +131,8 @@ def _naive(X, n_splits, moment, random_state):
     """Algorithm 1 written the obvious way: keep every theta^(i), then two numpy passes."""
     n, m = X.shape[0], X.shape[0] // 2
     thetas = np.empty((n_splits, X.shape[1] ** 2))
-    for i, seed in enumerate(_split_seeds(random_state, n_splits)):
-        thetas[i] = SecondMomentMatrix().fit(X[_split_rows(seed, n, m)]).matrix_.ravel()
+    for i, seed in enumerate(draw_split_seeds(random_state, n_splits)):
+        thetas[i] = SecondMomentMatrix().fit(X[rows_by_choice(seed, n, m)]).matrix_.ravel()
     dev = np.abs(thetas - thetas.mean(axis=0))
     return np.mean(dev**moment, axis=0) ** (1 / moment)
 

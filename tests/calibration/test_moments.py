@@ -15,7 +15,8 @@ from sklearn.dummy import DummyRegressor
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
-from skmip.calibration.spread.moments import CentralMomentAccumulator, _split_rows, _split_seeds, estimate_sigma
+from skmip.calibration.spread.moments import CentralMomentAccumulator, estimate_sigma
+from skmip.calibration.spread.subsets import draw_split_seeds, rows_by_choice
 
 # ---------------------------------------------------------------------------------------
 # Reference: a two-pass computation whose first pass is exact.
@@ -236,8 +237,8 @@ def brute_force(estimator, X, y, n_splits, moment, random_state, split_size=0.5,
     n = X.shape[0]
     m = int(np.floor(split_size * n)) if isinstance(split_size, float) else split_size
     thetas = []
-    for seed in _split_seeds(random_state, n_splits):
-        rows = _split_rows(seed, n, m)
+    for seed in draw_split_seeds(random_state, n_splits):
+        rows = rows_by_choice(seed, n, m)
         fitted = estimator.__class__(**estimator.get_params())
         fitted.fit(X[rows], y[rows]) if y is not None else fitted.fit(X[rows])
         thetas.append(
@@ -308,7 +309,7 @@ def test_per_row_fit_params_are_subset(rng):
         random_state=5, fit_params={"sample_weight": w},
     )
     means = np.array(
-        [np.average(y[r], weights=w[r]) for r in (_split_rows(s, n, n // 2) for s in _split_seeds(5, 12))]
+        [np.average(y[r], weights=w[r]) for r in (rows_by_choice(s, n, n // 2) for s in draw_split_seeds(5, 12))]
     )
     np.testing.assert_allclose(sigma, [np.sqrt(np.mean((means - means.mean()) ** 2))], rtol=1e-9)
 
