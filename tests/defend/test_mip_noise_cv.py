@@ -26,7 +26,7 @@ def cancer():
 
 
 # Small enough for the test suite; eta >= 0.2 is certifiable with 40 rounds on ~100 rows.
-FAST = dict(n_subsets=16, n_rounds=40, method="coupling")
+FAST = dict(n_rounds=40, method="coupling")
 
 
 def test_one_calibration_per_fold_and_one_for_the_refit(cancer, monkeypatch):
@@ -181,11 +181,11 @@ def _check_instances():
     # out a quarter (stratified for the classifier: the split fits need every class).
     return [
         MIPNoiseWrapperCV(LogisticRegression(), etas=(0.45, 0.5), method="moments", n_subsets=4,
-                          cv=StratifiedShuffleSplit(n_subsets=2, test_size=0.25, random_state=0),
+                          cv=StratifiedShuffleSplit(n_splits=2, test_size=0.25, random_state=0),
                           random_state=0),
         # eta = 0.45 < 1/2 needs real noise; few rounds keep the checks fast.
-        MIPNoiseWrapperCV(Ridge(), etas=(0.45,), method="coupling", n_subsets=16, n_rounds=40,
-                          cv=ShuffleSplit(n_subsets=2, test_size=0.25, random_state=0), random_state=0),
+        MIPNoiseWrapperCV(Ridge(), etas=(0.45,), method="coupling", n_rounds=40,
+                          cv=ShuffleSplit(n_splits=2, test_size=0.25, random_state=0), random_state=0),
     ]
 
 
