@@ -16,9 +16,11 @@ The groups say who reads a knob, so that the default user sees few:
   noise by (``moment``, ``n_subsets``, ``radius``, ``sigma_from``);
 * ``"deprecated"``: old names still accepted (``n_splits``).
 
-A knob that the route taken ignores, set to a value other than its default, gets a
+A knob that the chosen route never reads, set to a value other than its default, gets a
 ``UserWarning`` naming it at ``fit`` (:func:`warn_ignored`), as scikit-learn's
-``LogisticRegression`` warns for an ``l1_ratio`` without an elastic-net penalty.
+``LogisticRegression`` warns for an ``l1_ratio`` without an elastic-net penalty. With
+``method="auto"`` the route depends on the estimator, and knobs for either route may be set
+without a warning (:func:`surely_ignored`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from typing import Any, Callable
 
 from skmip.utils.validation import check_int, check_interval, check_moment, check_n_jobs, check_option
 
-__all__ = ["SHARED", "validate_shared", "warn_ignored", "fill_parameters", "DEPRECATED"]
+__all__ = ["SHARED", "validate_shared", "ignored_by", "surely_ignored", "warn_ignored", "fill_parameters", "DEPRECATED"]
 
 #: The default of a deprecated parameter: "not set" (scikit-learn's convention).
 DEPRECATED = "deprecated"
@@ -282,15 +284,35 @@ def ignored_by(method, shape=None):
     return coupling | moments
 
 
-def warn_ignored(owner, obj, method, shape=None, n_subsets=None):
-    """Warn (``UserWarning``) about knobs set away from their default that ``method`` ignores.
+def surely_ignored(obj, method, shape=None):
+    """The knobs that no resolution of ``obj``'s ``"auto"`` choices would read.
 
-    ``n_subsets`` is the resolved count (a deprecated ``n_splits`` counts as ``n_subsets``).
+    ``method="auto"`` may resolve to any route and ``noise_shape="auto"`` to the design or the
+    full shape, depending on the estimator: a caller that sets knobs for each possible route
+    (``skmip audit`` passes its ``--n-splits`` and ``--n-rounds`` to every wrapper) asked for
+    nothing contradictory. Only a knob that every possible resolution ignores is reported.
+    """
+    routes = [method] if obj.method != "auto" else ["coupling", "moments", "synthetic"]
+    shapes = [shape] if obj.noise_shape != "auto" else ["design", "full"]
+    ignored = None
+    for route in routes:
+        for resolved in shapes if route == "coupling" else [None]:
+            names = ignored_by(route, resolved)
+            ignored = names if ignored is None else ignored & names
+    return ignored
+
+
+def warn_ignored(owner, obj, method, shape=None, n_subsets=None):
+    """Warn (``UserWarning``) about knobs set away from their default that the route ignores.
+
+    ``method`` and ``shape`` are the route taken; only knobs that any resolution of the
+    ``"auto"`` choices would ignore are reported (:func:`surely_ignored`). ``n_subsets`` is
+    the resolved count (a deprecated ``n_splits`` counts as ``n_subsets``).
     """
     values = {p.name: getattr(obj, p.name) for p in SHARED if p.group in ("coupling", "moments")}
     if n_subsets is not None:
         values["n_subsets"] = n_subsets
-    ignored = [name for name in sorted(ignored_by(method, shape))
+    ignored = [name for name in sorted(surely_ignored(obj, method, shape))
                if not _is_default(values[name], _BY_NAME[name].default)]
     if ignored:
         set_ = ", ".join(f"{name}={values[name]!r}" for name in ignored)

@@ -72,9 +72,10 @@ class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
     ``ColumnTransformer``. Fit parameters name their step (``logisticregression__sample_weight``).
     See the docs page "Your pipeline, your estimator".
 
-    Parameters come in three groups, in this order; ``method_`` says which route ``fit`` took,
-    and a knob of a group that route ignores, set away from its default, gets a
-    ``UserWarning`` at ``fit`` (docs/mip_noise.md, "Which parameters matter"):
+    Parameters come in three groups, in this order; ``method_`` says which route ``fit`` took.
+    A knob that the chosen ``method`` never reads (``moment=4`` with ``method="coupling"``),
+    set away from its default, gets a ``UserWarning`` at ``fit``; with ``method="auto"``
+    knobs for either route may be set (docs/mip_noise.md, "Which parameters matter"):
 
     * **common**: ``estimator``, ``eta``, ``method``, ``train_size``, ``params``,
       ``random_state``, ``n_jobs``, ``verbose``, ``synthesizer`` -- the only ones most users set;

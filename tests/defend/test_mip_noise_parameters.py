@@ -139,7 +139,9 @@ def _user_warnings(record):
     "params, ignored",
     [
         (dict(method="coupling", moment=4), "moment=4 has no effect: method_='coupling' with the 'design' noise shape"),
-        (dict(method="coupling", n_subsets=8, radius="laplace"), "n_subsets=8, radius='laplace' have no effect"),
+        (dict(method="coupling", noise_shape="design", n_subsets=8, radius="laplace"),
+         "n_subsets=8, radius='laplace' have no effect"),
+        (dict(method="coupling", n_subsets=8, radius="laplace"), "radius='laplace' has no effect"),
         (dict(method="moments", confidence=0.9, n_rounds=50, n_subsets=8),
          "confidence=0.9, n_rounds=50 have no effect: method_='moments'"),
         (dict(method="moments", n_splits=4, noise_shape="full"), "noise_shape='full' has no effect"),
@@ -163,6 +165,8 @@ def test_knobs_the_route_reads_do_not_warn(small):
         dict(method="coupling", noise_shape="diagonal", n_subsets=8, moment=4, n_rounds=40),
         dict(method="moments", moment=4, n_subsets=8, radius="laplace", sigma_from="train"),
         dict(method="auto", n_rounds=40),  # it couples, which reads n_rounds
+        # method="auto" could take either route: knobs for both are no contradiction
+        dict(method="auto", n_rounds=40, moment=4, radius="laplace", n_subsets=8),
     ]
     for params in cases:
         with warnings.catch_warnings(record=True) as record:
@@ -173,7 +177,24 @@ def test_knobs_the_route_reads_do_not_warn(small):
 
 def test_the_synthetic_route_warns_about_calibration_knobs(small):
     X, y = small
-    w = MIPNoiseWrapper(DecisionTreeClassifier(max_depth=2), eta=0.4, n_rounds=50, random_state=0)
+    w = MIPNoiseWrapper(DecisionTreeClassifier(max_depth=2), method="synthetic", eta=0.4, n_rounds=50,
+                        random_state=0)
     with pytest.warns(UserWarning, match=r"n_rounds=50 has no effect: method_='synthetic'"):
         w.fit(X, y)
     assert w.method_ == "synthetic"
+    with warnings.catch_warnings(record=True) as record:  # "auto" chose it: no contradiction
+        warnings.simplefilter("always")
+        clone(w).set_params(method="auto").fit(X, y)
+    assert not _user_warnings(record)
+
+
+def test_only_knobs_no_auto_resolution_reads_are_reported():
+    from types import SimpleNamespace
+
+    from skmip.defend._parameters import surely_ignored
+
+    knobs = lambda method, shape="auto": SimpleNamespace(method=method, noise_shape=shape)  # noqa: E731
+    assert surely_ignored(knobs("auto"), "coupling", "design") == set()
+    assert surely_ignored(knobs("coupling"), "coupling", "design") == {"moment", "radius"}
+    assert surely_ignored(knobs("coupling", "design"), "coupling", "design") == {"moment", "n_subsets", "radius"}
+    assert surely_ignored(knobs("moments"), "moments") == {"confidence", "n_rounds", "noise_shape"}
