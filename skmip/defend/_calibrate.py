@@ -131,7 +131,7 @@ def measure_spread(wrapper, estimator, adapter, data, n_subsets):
             "utility; docs/mip_noise.md ('Two calibrations, and the default') gives the measured "
             "figures and better routes. Pass method='moments' to choose it knowingly and silence "
             "this warning.",
-            PrivacyWarning, stacklevel=5,
+            PrivacyWarning, stacklevel=4,
         )
     # The coupling engines analyse the exact minimiser of a registered smooth loss; the noise
     # shape is then measured on that same learner (its fits by warm-started Newton steps).

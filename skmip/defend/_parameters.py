@@ -261,7 +261,7 @@ def validate_shared(obj, owner, methods):
     warnings.warn(
         f"{owner}: n_splits was renamed n_subsets in 0.2 and will be removed in 0.3; pass "
         f"n_subsets={obj.n_splits!r} instead (its value is used).",
-        FutureWarning, stacklevel=3,
+        FutureWarning, stacklevel=4,
     )
     return n_subsets
 
@@ -302,12 +302,13 @@ def surely_ignored(obj, method, shape=None):
     return ignored
 
 
-def warn_ignored(owner, obj, method, shape=None, n_subsets=None):
+def warn_ignored(owner, obj, method, shape=None, n_subsets=None, stacklevel=4):
     """Warn (``UserWarning``) about knobs set away from their default that the route ignores.
 
     ``method`` and ``shape`` are the route taken; only knobs that any resolution of the
     ``"auto"`` choices would ignore are reported (:func:`surely_ignored`). ``n_subsets`` is
-    the resolved count (a deprecated ``n_splits`` counts as ``n_subsets``).
+    the resolved count (a deprecated ``n_splits`` counts as ``n_subsets``); ``stacklevel``
+    points the warning at the user's call.
     """
     values = {p.name: getattr(obj, p.name) for p in SHARED if p.group in ("coupling", "moments")}
     if n_subsets is not None:
@@ -323,7 +324,7 @@ def warn_ignored(owner, obj, method, shape=None, n_subsets=None):
             f"{'it' if one else 'them'} (docs/mip_noise.md, \"Which parameters matter\"). "
             f"Leave {'it' if one else 'them'} at the default, or choose the method that reads "
             f"{'it' if one else 'them'}.",
-            UserWarning, stacklevel=4,
+            UserWarning, stacklevel=stacklevel,
         )
 
 

@@ -298,7 +298,7 @@ class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
         """
         n_subsets = self._validate_hyperparameters()
         if resolve_method(self.method, self.estimator, self.params) == SYNTHETIC:
-            warn_ignored(_OWNER, self, SYNTHETIC, n_subsets=n_subsets)
+            warn_ignored(_OWNER, self, SYNTHETIC, n_subsets=n_subsets, stacklevel=3)
             fitted = fit_synthetic(self, X, y, fit_params, _OWNER)
         else:
             with single_threaded_blas(), _explain_missing_class(self):
