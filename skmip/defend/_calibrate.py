@@ -270,7 +270,7 @@ def fit_released_base(estimator, adapter, data, spread, polish, certified):
     theta = adapter.get_vector(base)
     if theta.shape != spread.sigma.shape:
         raise ValueError(
-            f"{_OWNER}: the model fitted on D_train has {theta.size} parameters but the split "
+            f"{_OWNER}: the model fitted on D_train has {theta.size} parameters but the subset "
             f"fits had {spread.sigma.size}. The parameterisation must not depend on the data; pass "
             "params=[...] naming fixed-size attributes."
         )

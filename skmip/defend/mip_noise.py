@@ -92,7 +92,7 @@ class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
         The learner to privatise. Its fitted parameters must be continuous and readable by
         a parameter adapter (:mod:`skmip.params`). It must be deterministic given its
         data: a ``random_state`` parameter that is not an integer is set to one integer
-        drawn once per ``fit`` and shared by every split fit and the final fit.
+        drawn once per ``fit`` and shared by every subset fit and the final fit.
     eta : float, default=0.1
         Promised bound on the attacker's accuracy advantage over the prior
         ``max(k/n, 1-k/n)`` (Definition 1), in (0, 0.5].
