@@ -166,7 +166,7 @@ class MIPNoiseWrapperCV(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
     **Why not a cache.** The swap distances of a fold do not depend on eta, and a
     ``memory=`` parameter (as ``Pipeline(memory=...)``) could share them across a
     ``GridSearchCV``'s candidates. It is not offered: it would write per-row sensitivities
-    of private records to disk, where DESIGN.md's privacy hygiene keeps every intermediate
+    of private records to disk, where the privacy hygiene of docs/design.md keeps every intermediate
     of the calibration inside one ``fit``, and its keys would have to ignore the random
     seeds (each candidate of a grid search draws its own). Computing the path inside one
     ``fit`` gives the same sharing with nothing kept: each fold's distances are discarded
