@@ -111,7 +111,7 @@ def section_mip(quick, seed):
     X, y = _cancer()
     K = 16 if quick else 32
     n_splits = 16 if quick else 64
-    print(f"\n2. MIPNoiseWrapper(LogisticRegression(), train_size=1.0, n_splits={n_splits}) on "
+    print(f"\n2. MIPNoiseWrapper(LogisticRegression(), train_size=1.0, n_subsets={n_splits}) on "
           f"breast_cancer, online LiRA, K={K} ({K * len(y)} trials)")
     header = f"{'model':<26}{'AUC':>7}{'TPR@1%':>8}{'adv':>7}{'2 eta':>7}{'margin':>8}{'holds':>7}"
     print(header)
@@ -128,7 +128,7 @@ def section_mip(quick, seed):
     row("un-noised", clean, None)
     for radius in ("gamma", "laplace"):
         for eta in (0.5, 0.3, 0.2, 0.1, 0.05):
-            wrapper = MIPNoiseWrapper(LogisticRegression(), eta=eta, n_splits=n_splits, train_size=1.0,
+            wrapper = MIPNoiseWrapper(LogisticRegression(), eta=eta, n_subsets=n_splits, train_size=1.0,
                                       radius=radius)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # the Laplace radius' PrivacyWarning
@@ -139,7 +139,7 @@ def section_mip(quick, seed):
     # null hypothesis holds exactly) and re-attack the same signals.
     from skmip.audit.attacks import lira_scores
 
-    wrapper = MIPNoiseWrapper(LogisticRegression(), eta=0.5, n_splits=n_splits, train_size=1.0)
+    wrapper = MIPNoiseWrapper(LogisticRegression(), eta=0.5, n_subsets=n_splits, train_size=1.0)
     game = play_membership_game(wrapper, X, y, n_models=K, random_state=seed, n_jobs=-1)
     rng = np.random.default_rng(seed)
     null = []

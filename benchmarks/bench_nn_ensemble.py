@@ -1,10 +1,10 @@
-"""vmap ensembles vs a loop of skorch fits, and the wrapper's split fits (n_splits = 32).
+"""vmap ensembles vs a loop of skorch fits, and the wrapper's split fits (n_subsets = 32).
 
 1. 32 small MLPs (64 -> 32 -> 10, Adam, 10 epochs, batches of 64) on half-splits of
    ``load_digits``: :func:`skmip.nn.fit_ensemble` vs 32 sequential ``fit`` calls of the
    same seeded net, measured side by side (best of ``--repeats``), with the largest
    parameter difference between the two (float32 round-off).
-2. :class:`skmip.defend.MIPNoiseWrapper` with ``n_splits=32`` on the same net: its
+2. :class:`skmip.defend.MIPNoiseWrapper` with ``n_subsets=32`` on the same net: its
    sigma step (32 split fits) sequentially, vs the 32 split fits as one ensemble
    (:func:`skmip.nn.ensemble_vectors`) reduced to the same per-coordinate spread.
 
@@ -127,7 +127,7 @@ def main():
         sigma_ens = np.sqrt(np.mean((vec - vec.mean(axis=0)) ** 2, axis=0))
         lines += [
             "",
-            f"MIPNoiseWrapper's sigma step, n_splits = {args.members} (split fits of {len(X) // 2} rows):",
+            f"MIPNoiseWrapper's sigma step, n_subsets = {args.members} (split fits of {len(X) // 2} rows):",
             "",
             "| path | seconds | ratio |",
             "|---|---|---|",

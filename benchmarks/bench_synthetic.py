@@ -133,7 +133,7 @@ def run_fig2(quick, out):
                     # printed one on purpose; both warnings are known here.
                     warnings.simplefilter("ignore", PrivacyWarning)
                     path = mip_noise_path(
-                        make(), X, etas=etas, moment=M, radius=radius, n_splits=n_splits,
+                        make(), X, etas=etas, moment=M, radius=radius, n_subsets=n_splits,
                         sigma_from="train", random_state=int(rng.integers(2**31)),
                     )
                 times.setdefault(f"MIP {v} M={M}", []).append(time.perf_counter() - t0)

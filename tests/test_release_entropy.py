@@ -50,7 +50,7 @@ def test_mip_noise_wrapper_noise_and_dtrain(monkeypatch, data):
     roots = recorder(monkeypatch, mod, "resolve_rng")
     children = recorder(monkeypatch, mod, "spawn_generators")
     X, y = data
-    MIPNoiseWrapper(LogisticRegression(), eta=0.3, method="moments", n_splits=8, train_size=0.5).fit(X, y)
+    MIPNoiseWrapper(LogisticRegression(), eta=0.3, method="moments", n_subsets=8, train_size=0.5).fit(X, y)
     assert roots and children
     assert all(entropy_bits(g) > FULL for g in roots + children)
     # The noise streams are spawned children of the root, not default_rng(int).

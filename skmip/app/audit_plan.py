@@ -433,7 +433,7 @@ def _plan_mip(spec, est, options, d, k, n_rows, rows, skipped):
     for eta in options.eta:
         def make(eta=eta, s=spec):
             return MIPNoiseWrapper(
-                s.make(d, k), eta=eta, n_splits=options.n_splits, method=options.mip_method,
+                s.make(d, k), eta=eta, n_subsets=options.n_splits, method=options.mip_method,
                 n_rounds=options.n_rounds, random_state=None,
             )
 

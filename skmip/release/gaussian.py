@@ -379,7 +379,7 @@ class MIPGaussianSynthesizer(BaseEstimator):
             else Statistic("second_moment")
         )
         wrapper = MIPNoiseWrapper(
-            statistic, eta=self.eta, method="moments", moment=self.moment, n_splits=self.n_splits,
+            statistic, eta=self.eta, method="moments", moment=self.moment, n_subsets=self.n_splits,
             train_size=self.train_size, radius=self.radius, sigma_from=self.sigma_from,
             random_state=self.random_state, n_jobs=self.n_jobs,
         )

@@ -80,7 +80,7 @@ def test_from_estimator_draws_the_stated_mip_bound(cancer):
     from skmip import MIPNoiseWrapper
 
     X, y = cancer
-    wrapper = MIPNoiseWrapper(LogisticRegression(), method="moments", eta=0.25, n_splits=4, train_size=1.0)
+    wrapper = MIPNoiseWrapper(LogisticRegression(), method="moments", eta=0.25, n_subsets=4, train_size=1.0)
     disp = MIAttackDisplay.from_estimator(wrapper, X, y, attack="loss", n_models=3, random_state=0)
     assert disp.eta == 0.25 and disp.mip_line_ is not None
 

@@ -122,7 +122,7 @@ def test_mip_wrapper_states_its_bound_and_the_audit_checks_it(cancer):
     from skmip import MIPNoiseWrapper
 
     X, y = cancer
-    wrapper = MIPNoiseWrapper(LogisticRegression(), method="moments", eta=0.1, n_splits=4, train_size=1.0)
+    wrapper = MIPNoiseWrapper(LogisticRegression(), method="moments", eta=0.1, n_subsets=4, train_size=1.0)
     audit = MIAttackScorer(wrapper, attack="lira", n_models=6, random_state=0).fit(X, y)
     assert audit.bound_ == 0.1
     assert audit.bound_holds_ is True
@@ -134,10 +134,10 @@ def test_mip_audit_warns_when_the_game_is_not_definition_1(cancer):
     from skmip import MIPNoiseWrapper
 
     X, y = cancer
-    sub = MIPNoiseWrapper(LogisticRegression(), method="moments", eta=0.2, n_splits=4, train_size=0.5)
+    sub = MIPNoiseWrapper(LogisticRegression(), method="moments", eta=0.2, n_subsets=4, train_size=0.5)
     with pytest.warns(UserWarning, match="train_size=1.0"):
         MIAttackScorer(sub, attack="loss", n_models=3, random_state=0).fit(X, y)
-    full = MIPNoiseWrapper(LogisticRegression(), method="moments", eta=0.2, n_splits=4, train_size=1.0)
+    full = MIPNoiseWrapper(LogisticRegression(), method="moments", eta=0.2, n_subsets=4, train_size=1.0)
     with pytest.warns(UserWarning, match="member_rate=0.5"):
         audit = MIAttackScorer(full, attack="loss", n_models=3, member_rate=0.4, random_state=0).fit(X, y)
     assert audit.bound_ == 0.2 and audit.bound_holds_ is None
@@ -191,7 +191,7 @@ def test_gridsearch_reads_accuracy_and_mi_columns(cancer):
     X, y = cancer
     scorer = make_mi_scorer("lira_offline", n_models=4, random_state=0)
     search = GridSearchCV(
-        MIPNoiseWrapper(LogisticRegression(), method="moments", n_splits=4, random_state=0), {"eta": [0.1, 0.4]},
+        MIPNoiseWrapper(LogisticRegression(), method="moments", n_subsets=4, random_state=0), {"eta": [0.1, 0.4]},
         scoring={"accuracy": "accuracy", "mi": scorer}, refit="accuracy", cv=2,
     )
     with warnings.catch_warnings():

@@ -215,7 +215,7 @@ def test_wrapper_spends_alpha_by_the_design_shares(cancer, monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
         MIPNoiseWrapper(LogisticRegression(C=0.1), **kw).fit(X, y)
-        MIPNoiseWrapper(LogisticRegression(C=0.1), noise_shape="full", n_splits=64, **kw).fit(X, y)
+        MIPNoiseWrapper(LogisticRegression(C=0.1), noise_shape="full", n_subsets=64, **kw).fit(X, y)
     design, full = seen
     _, expected = design_noise_factor(LogisticRegression(C=0.1), X, y, train_size=len(X) // 2,
                                       return_shares=True, random_state=0)

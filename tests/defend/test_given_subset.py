@@ -84,7 +84,7 @@ def _toy_classification(n=40, seed=0):
     return X, y
 
 
-FAST_WRAPPER = dict(method="moments", n_splits=4)
+FAST_WRAPPER = dict(method="moments", n_subsets=4)
 
 
 @pytest.mark.parametrize("make, data", [

@@ -144,7 +144,7 @@ def test_moments_keeps_noising_every_step():
     # every step fitted on D_train and noised together.
     X, y = load_breast_cancer(return_X_y=True)
     w = _quiet(MIPNoiseWrapper(make_pipeline(StandardScaler(), LogisticRegression()), eta=0.5,
-                               method="moments", n_splits=8, random_state=0), X, y)
+                               method="moments", n_subsets=8, random_state=0), X, y)
     assert w.method_ == "moments"
     assert not np.allclose(w.estimator_[0].mean_, StandardScaler().fit(X).mean_)
 
@@ -169,7 +169,7 @@ def test_cli_row_shows_its_calibration_and_every_warning_of_its_fit(tmp_path, ca
 
 
 @parametrize_with_checks([
-    MIPNoiseWrapper(make_pipeline(StandardScaler(), Ridge()), n_splits=16, eta=0.45, random_state=0, n_rounds=40),
+    MIPNoiseWrapper(make_pipeline(StandardScaler(), Ridge()), eta=0.45, random_state=0, n_rounds=40),
 ])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
