@@ -38,6 +38,7 @@ from skmip.exceptions import (
     warn_no_promise_on_given_subset,
 )
 from skmip.params import get_adapter
+from skmip.promise import MIPPromiseMixin
 from skmip.calibration.swap import get_smooth_loss
 from skmip.defend._delegate import ReleasedModelMixin
 from skmip.defend._preprocessing import preprocessing_route
@@ -56,7 +57,7 @@ _OWNER = "MIPNoiseWrapper"
 _NOISE_SHAPES = ("auto", "design", "full", "diagonal")
 
 
-class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
+class MIPNoiseWrapper(MIPPromiseMixin, ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
     """Make any estimator with continuous fitted parameters eta-membership-inference private.
 
     ``fit`` draws a random training subset ``D_train`` of the data ``D`` it is given,

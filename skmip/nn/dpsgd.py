@@ -53,6 +53,7 @@ from skmip.bounds.gmip import (
     mu_to_eta,
 )
 from skmip.exceptions import check_privacy_seed, warn_not_cryptographic
+from skmip.promise import MIPPromiseMixin
 from skmip.utils.os_random import OSRandomGenerator
 
 from skmip.nn.modules import MLPModule
@@ -107,7 +108,7 @@ def _poisson_loader(dataset, q, steps, rng):
     )
 
 
-class DPNeuralNetClassifier(NeuralNetClassifier):
+class DPNeuralNetClassifier(MIPPromiseMixin, NeuralNetClassifier):
     """A skorch classifier trained with DP-SGD (Opacus), or noisy SGD calibrated to mu-GMIP.
 
     Parameters
@@ -460,7 +461,7 @@ class DPNeuralNetClassifier(NeuralNetClassifier):
         return super().get_iterator(dataset, training=training)
 
 
-class DPSGDLogisticRegression(ClassifierMixin, BaseEstimator):
+class DPSGDLogisticRegression(MIPPromiseMixin, ClassifierMixin, BaseEstimator):
     """Multinomial logistic regression trained with DP-SGD (Opacus) through skorch.
 
     Not to be confused with a torch-free, objective-perturbation DP logistic regression:

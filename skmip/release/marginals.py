@@ -24,6 +24,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from skmip.utils.rng import resolve_rng
 from skmip.utils.validation import check_eta, check_int, check_interval, input_errors
 from skmip.exceptions import check_privacy_seed, warn_no_promise_on_given_subset
+from skmip.promise import MIPPromiseMixin
 
 __all__ = ["MIPMarginalSynthesizer", "DPMarginalSynthesizer", "chow_liu_tree", "select_pairs"]
 
@@ -665,7 +666,7 @@ def _round_counts(candidates, weights, drawn, marginals, shapes, iterations=None
 
 
 # ----------------------------------------------------------------------------- MIP
-class MIPMarginalSynthesizer(_MarginalSynthesizer):
+class MIPMarginalSynthesizer(MIPPromiseMixin, _MarginalSynthesizer):
     """Synthetic categorical records from marginal tables released with an eta-MIP guarantee.
 
     ``fit`` draws a random training subset ``D_train`` of ``k`` rows, counts its records in
