@@ -442,7 +442,7 @@ def plan_rows(specs_and_defenses, options, n_features, n_classes, n_rows):
                     from sklearn.base import clone
 
                     return SubsampledDPClassifier(
-                        clone(learner), sampling_rate=options.sampling_rate,
+                        clone(learner), train_size=options.sampling_rate,
                         target_bound=options.bound, random_state=None,
                     )
 
