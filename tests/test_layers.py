@@ -60,7 +60,7 @@ ALLOWED = {
     ("upward", "skmip.release.gaussian", "skmip.defend"),
     # (d) the CLI's audit plan reuses the wrapper's preprocessing route (a private defend module).
     ("private", "skmip.app.audit_plan", "skmip.defend._preprocessing.preprocessing_route"),
-    # (d) synthesizerpromise() tests isinstance against the private base of the marginal synthesizers.
+    # (d) synthesizer_promise() tests isinstance against the private base of the marginal synthesizers.
     ("private", "skmip.audit.synth_audit", "skmip.release.marginals._MarginalSynthesizer"),
     # (d, e) the exact audit spies on the wrappers' Gaussian draw in a private defend module.
     ("private", "skmip.audit.attacks.exact_audit", "skmip.defend._noise_method"),
