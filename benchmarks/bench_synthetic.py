@@ -55,7 +55,7 @@ from skmip.release.dp_baselines import (
 from skmip.exceptions import PrivacyWarning
 from skmip.audit.game import play_membership_game
 from skmip.audit.metrics import check_mip_bound, membership_advantage
-from skmip.params import _project_psd
+from skmip.params import nearest_psd as _project_psd
 from skmip.release.statistic import Statistic
 from skmip.release.gaussian import (
     CopyingSynthesizer,

@@ -44,7 +44,7 @@ _EXPORTS = {
     "PrivacyUtilityDisplay": "skmip.audit.display",
 }
 
-_SUBMODULES = ("exceptions", "utils", "bounds", "params", "calibration", "defend", "release",
+_SUBMODULES = ("exceptions", "utils", "promise", "bounds", "params", "calibration", "defend", "release",
     "audit", "app", "datasets", "nn",
 )
 

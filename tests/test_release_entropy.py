@@ -65,7 +65,7 @@ def test_other_release_paths(monkeypatch, data, where):
         from skmip import SubsampledDPClassifier as make
 
         seen = recorder(monkeypatch, mod, "resolve_rng")
-        make(sampling_rate=0.5, epsilon=1.0).fit(X, y)
+        make(train_size=0.5, epsilon=1.0).fit(X, y)
     elif where == "dp_logistic":
         import skmip.defend.dp_logistic as mod
 

@@ -464,7 +464,7 @@ def _plan_subsampled_dp(spec, est, options, d, k, n_rows, rows, skipped):
         from sklearn.base import clone
 
         return SubsampledDPClassifier(
-            clone(learner), sampling_rate=options.sampling_rate,
+            clone(learner), train_size=options.sampling_rate,
             target_bound=options.bound, random_state=None,
         )
 

@@ -289,8 +289,9 @@ def _membership_game(plan, args, attack, X_pool, y_pool, say, label):
     say(f"{label}: membership game with {args.n_models} models "
         f"(attack {attack if isinstance(attack, str) else ', '.join(attack)})")
     audited = plan.make()
-    if "train_size" in audited.get_params():
+    if plan.key == "mip" and "train_size" in audited.get_params():
         # Exact audit of Definition 1: the game's random half is the wrapper's D_train.
+        # (SubsampledDPClassifier's train_size is its own Poisson rate T: kept.)
         audited = clone(audited).set_params(train_size=1.0)
     n_jobs = args.n_jobs
     if n_jobs is None:

@@ -19,6 +19,7 @@ from skmip.utils.threads import single_threaded_blas
 from skmip.utils.validation import check_eta, input_errors
 from skmip.exceptions import MissingClassError, check_privacy_seed, warn_no_promise_on_given_subset
 from skmip.params import get_adapter
+from skmip.promise import MIPPromiseMixin
 from skmip.defend._delegate import ReleasedModelMixin
 from skmip.defend._preprocessing import preprocessing_route
 from skmip.defend.synthetic_route import SYNTHETIC, fit_synthetic
@@ -40,7 +41,7 @@ __all__ = ["MIPNoiseWrapper", "mip_noise_path"]
 _OWNER = "MIPNoiseWrapper"
 
 
-class MIPNoiseWrapper(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
+class MIPNoiseWrapper(MIPPromiseMixin, ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
     """Make any estimator with continuous fitted parameters eta-membership-inference private.
 
     ``fit`` draws a random training subset ``D_train`` of the data ``D`` it is given,

@@ -29,6 +29,7 @@ from skmip.exceptions import (
     check_privacy_seed,
     warn_no_promise_on_given_subset,
 )
+from skmip.promise import MIPPromiseMixin
 from skmip.defend._delegate import ReleasedModelMixin, _released_has
 from skmip.defend._input import check_classes, validate_input
 from skmip.defend._noise_method import METHODS
@@ -51,7 +52,7 @@ def _can_score(search):
     return search.refit and (search.scoring is not None or _released_has("score")(search))
 
 
-class MIPNoiseWrapperCV(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
+class MIPNoiseWrapperCV(MIPPromiseMixin, ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
     """:class:`MIPNoiseWrapper` with eta chosen by cross-validation on the privacy-utility frontier.
 
     For each fold, the noise is calibrated **once** on the fold's training part and drawn for

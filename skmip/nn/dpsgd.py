@@ -43,6 +43,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from skmip.exceptions import check_privacy_seed, warn_not_cryptographic
+from skmip.promise import MIPPromiseMixin
 from skmip.utils.os_random import OSRandomGenerator
 
 from skmip.nn.dpsgd_accounting import calibrate_noise_multiplier, check_privacy_settings, report_privacy
@@ -83,7 +84,7 @@ def _release_noise_optimizer(original, rng, **kwargs):
     return ReleaseNoiseDPOptimizer(original, **kwargs)
 
 
-class DPNeuralNetClassifier(NeuralNetClassifier):
+class DPNeuralNetClassifier(MIPPromiseMixin, NeuralNetClassifier):
     """A skorch classifier trained with DP-SGD (Opacus), or noisy SGD calibrated to mu-GMIP.
 
     Parameters
@@ -359,7 +360,7 @@ class DPNeuralNetClassifier(NeuralNetClassifier):
         return super().get_iterator(dataset, training=training)
 
 
-class DPSGDLogisticRegression(ClassifierMixin, BaseEstimator):
+class DPSGDLogisticRegression(MIPPromiseMixin, ClassifierMixin, BaseEstimator):
     """Multinomial logistic regression trained with DP-SGD (Opacus) through skorch.
 
     Not to be confused with a torch-free, objective-perturbation DP logistic regression:

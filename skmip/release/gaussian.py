@@ -36,8 +36,8 @@ from skmip.exceptions import (
     check_privacy_seed,
     warn_no_promise_on_given_subset,
 )
-from skmip.params import _project_psd
-from skmip.params._linalg import _unpack_symmetric
+from skmip.params import nearest_psd as _project_psd, unpack_symmetric as _unpack_symmetric
+from skmip.promise import MIPPromiseMixin
 from skmip.release.statistic import Statistic
 
 __all__ = ["MIPGaussianSynthesizer", "mean_and_covariance"]
@@ -109,7 +109,7 @@ def _psd_sqrt(matrix):
     return 0.5 * (root + root.T)
 
 
-class MIPGaussianSynthesizer(BaseEstimator):
+class MIPGaussianSynthesizer(MIPPromiseMixin, BaseEstimator):
     """Release a Gaussian generator of synthetic records with an eta-MIP guarantee.
 
     ``fit`` draws a random training subset ``D_train`` of the data, privatises its first and

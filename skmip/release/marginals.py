@@ -39,6 +39,7 @@ from skmip.release.marginal_sampling import (
 from skmip.release.marginal_selection import _check_marginals, _column_index, chow_liu_tree, select_pairs
 from skmip.utils.rng import resolve_rng
 from skmip.utils.validation import check_eta, check_int, check_interval, input_errors
+from skmip.promise import MIPPromiseMixin
 
 __all__ = ["MIPMarginalSynthesizer", "DPMarginalSynthesizer", "chow_liu_tree", "select_pairs"]
 
@@ -212,7 +213,7 @@ class _MarginalSynthesizer(BaseEstimator):
 
 
 # ----------------------------------------------------------------------------- MIP
-class MIPMarginalSynthesizer(_MarginalSynthesizer):
+class MIPMarginalSynthesizer(MIPPromiseMixin, _MarginalSynthesizer):
     """Synthetic categorical records from marginal tables released with an eta-MIP guarantee.
 
     ``fit`` draws a random training subset ``D_train`` of ``k`` rows, counts its records in

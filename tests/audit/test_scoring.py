@@ -17,7 +17,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from skmip.audit.attacks import get_attack
 from skmip.bounds import positive_accuracy_bound
 from skmip.audit.metrics import mi_roc_auc, tpr_at_fpr
-from skmip.audit.scoring import MIAttackScorer, StatedBound, _stated_bound, make_mi_scorer
+from skmip.audit.scoring import MIAttackScorer, StatedBound, make_mi_scorer
+from skmip.promise import Promise, stated_promise
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +54,15 @@ class _Overclaiming(ClassifierMixin, BaseEstimator):
             self.epsilon_, self.delta_ = 0.1, 0.0
             self.positive_accuracy_bound_ = float(positive_accuracy_bound(0.1, sampling_rate=self.sampling_rate))
         return self
+
+    def stated_promise(self):
+        # A defence written outside skmip is audited through the contract of skmip.promise.
+        if self.claim == "mip":
+            return Promise.mip(self.mip_bound_, n_train=self.n_train_)
+        return Promise.positive_accuracy(
+            self.positive_accuracy_bound_, epsilon=self.epsilon_, delta=self.delta_,
+            sampling_rate=self.sampling_rate, min_tpr=self.min_tpr, n_train=self.n_train_,
+        )
 
     def predict_proba(self, X):
         # 0.99 on the neighbour's class for a training row (distance 0), 0.6 otherwise
@@ -164,25 +174,21 @@ def test_subsampled_dp_classifier_bound_holds(cancer):
     from skmip.defend.subsampled import SubsampledDPClassifier
 
     X, y = cancer
-    clf = SubsampledDPClassifier(DPLogisticRegression(data_norm=5.0), sampling_rate=0.5, epsilon=1.0)
+    clf = SubsampledDPClassifier(DPLogisticRegression(data_norm=5.0), train_size=0.5, epsilon=1.0)
     audit = MIAttackScorer(clf, attack="lira", n_models=8, sampling="bernoulli", random_state=0).fit(X, y)
     eps_game = np.log1p(0.5 * np.expm1(1.0))  # amplification by Poisson subsampling at T = 0.5
     assert audit.bound_ == pytest.approx(positive_accuracy_bound(eps_game, sampling_rate=0.5))
     assert audit.bound_holds_ is True
 
 
-def test_stated_bound_reader():
-    class Plain:
-        pass
+def test_the_scorer_reads_the_promise_through_stated_promise_only():
+    class AttributesOnly:
+        mip_bound_ = 0.02  # no stated_promise(): the audit does not sniff attributes
 
-    assert _stated_bound(Plain()) is None
+    assert stated_promise(AttributesOnly()) is None
     est = _Overclaiming("mip").fit(np.eye(4), [0, 1, 0, 1])
-    assert _stated_bound(est) == StatedBound("mip", 0.02, {"n_train": 4, "promised": True})
-    # train_size=1.0 promises nothing: the calibration's target is read, marked unpromised.
-    est.mip_bound_, est.target_eta_ = None, 0.3
-    assert _stated_bound(est) == StatedBound("mip", 0.3, {"n_train": 4, "promised": False})
-    del est.target_eta_
-    assert _stated_bound(est) is None
+    assert stated_promise(est) == StatedBound("mip", 0.02, {"n_train": 4, "promised": True})
+    assert StatedBound is Promise  # the 0.1 name
 
 
 def test_gridsearch_reads_accuracy_and_mi_columns(cancer):

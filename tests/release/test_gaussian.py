@@ -16,7 +16,7 @@ from skmip.bounds import mip_noise_constant
 from skmip.audit.game import play_membership_game
 from skmip.audit.metrics import check_mip_bound, membership_advantage
 from skmip.calibration.spread.moments import estimate_sigma
-from skmip.params import GaussianMixtureAdapter, _project_psd
+from skmip.params import GaussianMixtureAdapter, nearest_psd as _project_psd
 from skmip.release.gaussian import (
     CopyingSynthesizer,
     MIPGaussianSynthesizer,
