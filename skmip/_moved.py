@@ -79,7 +79,7 @@ MOVED = {
     "skmip.wrappers": "skmip.defend",
     "skmip.wrappers._delegate": "skmip.defend._delegate",
     "skmip.wrappers._noise": "skmip.defend._noise_method",
-    "skmip.wrappers._preprocessing": "skmip.defend._preprocessing",
+    "skmip.wrappers._preprocessing": "skmip.defend.preprocessing",
     "skmip.wrappers.mip_noise": "skmip.defend.mip_noise",
     "skmip.wrappers.mip_noise_cv": "skmip.defend.mip_noise_cv",
     "skmip.wrappers.synthetic_route": "skmip.defend.synthetic_route",

@@ -313,7 +313,7 @@ class Skipped:
 
 def _mip_reason(est, method="auto"):
     from skmip.params import get_adapter
-    from skmip.defend._preprocessing import preprocessing_route
+    from skmip.defend.preprocessing import preprocessing_route
 
     if preprocessing_route(est, method, "auto") is not None:
         return None  # transformers fitted on D, the last step calibrated by coupling

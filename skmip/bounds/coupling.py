@@ -253,7 +253,7 @@ def coupling_eta_upper(
         bound): target :math:`x` is bounded at :math:`\delta = \alpha\pi_x` with the shares
         normalised to :math:`\sum_x\pi_x = 1`; each must be > 0. They must be fixed before
         the draws (a function of :math:`\mathcal{D}`, e.g.
-        :func:`skmip.calibration.swap.design_target_shares`). ``None``: :math:`\alpha/n_t` each.
+        :func:`skmip.calibration.noise_shape.design_target_shares`). ``None``: :math:`\alpha/n_t` each.
 
     Returns
     -------

@@ -147,7 +147,7 @@ def _spread(wrapper, estimator, adapter, shape, smooth, X, y, size, fit_params, 
     """``(sigma, scale, shares)`` for the resolved noise shape."""
     shares = None  # the confidence statement's alpha, spent evenly over the records
     if shape == "design":
-        from skmip.calibration.swap import design_noise_factor
+        from skmip.calibration.noise_shape import design_noise_factor
 
         log(wrapper, f"designing the noise shape from one fit on {n_rows(X)} rows")
         # The design's predicted exposures also say where to spend alpha (a function of D,
@@ -159,7 +159,7 @@ def _spread(wrapper, estimator, adapter, shape, smooth, X, y, size, fit_params, 
         return np.sqrt(np.sum(scale**2, axis=1)), scale, shares
     log(wrapper, f"measuring the spread over {n_subsets} subsets of {size} rows")
     if shape == "full":
-        from skmip.calibration.swap import estimate_noise_factor
+        from skmip.calibration.spread.noise_factor import estimate_noise_factor
 
         # Gaussian noise shaped like the fit's own covariance over random subsets of D.
         scale = estimate_noise_factor(

@@ -2,7 +2,7 @@
 
 ``X``, ``y`` and ``sample_weight`` are checked as the wrapped estimator accepts them (its
 input tags), with values whose squares sum without overflow; a pipeline calibrated by
-coupling gets ``X`` as the user passed it (:mod:`skmip.defend._preprocessing`).
+coupling gets ``X`` as the user passed it (:mod:`skmip.defend.preprocessing`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from sklearn.utils.validation import check_array, check_consistent_length, valid
 
 from skmip.utils.rows import n_rows
 from skmip.utils.validation import check_class_labels, check_magnitude, check_sample_weight, input_errors
-from skmip.defend._preprocessing import preprocessing_route
+from skmip.defend.preprocessing import preprocessing_route
 
 __all__ = ["validate_input", "check_classes"]
 
@@ -28,7 +28,7 @@ def validate_input(wrapper, X, y, fit_params=None):
     ``validate_data`` recorded ``n_features_in_`` (and ``feature_names_in_``), because nothing
     may be recorded on the wrapper itself before the whole fit succeeded.
 
-    A pipeline on the route of :func:`~skmip.defend._preprocessing.preprocessing_route`
+    A pipeline on the route of :func:`~skmip.defend.preprocessing.preprocessing_route`
     gets ``X`` as the user passed it (a DataFrame with string or categorical columns for its
     own ``ColumnTransformer``, say): only its width and column names are recorded here, and
     the transformed rows are validated as numbers once its transformers have made them.

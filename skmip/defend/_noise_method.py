@@ -30,11 +30,11 @@ def resolve_method(method, estimator, params):
     if method != "auto":
         return method
     from skmip.calibration.swap import get_smooth_loss
-    from skmip.defend._preprocessing import preprocessing_route
+    from skmip.defend.preprocessing import preprocessing_route
     from skmip.defend.synthetic_route import SYNTHETIC, has_parameter_adapter
 
     # A pipeline whose last step has a smooth loss: its transformers are fitted on D and the
-    # last step is calibrated by coupling (skmip.defend._preprocessing), adapter or not.
+    # last step is calibrated by coupling (skmip.defend.preprocessing), adapter or not.
     if preprocessing_route(estimator, method, params) is not None:
         return "coupling"
     if params == "auto" and not has_parameter_adapter(estimator, params):

@@ -157,10 +157,10 @@ Coupling calibration: the shape of the Gaussian noise, fixed given D (any such
 shape is private; the shape decides the utility). ``"design"``: the shape that
 minimises the predicted excess loss of the release when every record's predicted
 swap distance is held to one bound, from one fit on all of D
-(:func:`skmip.calibration.swap.design_noise_factor`; needs a registered smooth loss;
+(:func:`skmip.calibration.noise_shape.design_noise_factor`; needs a registered smooth loss;
 memory O(n d + d^2)); ``"full"``: the Cholesky factor of the (shrunk) covariance of
 the fit over ``n_subsets`` random subsets of D
-(:func:`skmip.calibration.swap.estimate_noise_factor`); ``"diagonal"``: ``sigma_`` per
+(:func:`skmip.calibration.spread.noise_factor.estimate_noise_factor`); ``"diagonal"``: ``sigma_`` per
 coordinate, the spread of order ``moment`` over ``n_subsets`` subsets (memory O(d)).
 ``"auto"``: ``"design"`` where a smooth loss is registered, else ``"full"``. At eta = 0.1
 the design keeps 0.842 test accuracy on the full adult data against 0.822 for ``"full"``,

@@ -21,7 +21,7 @@ from skmip.exceptions import MissingClassError, check_privacy_seed, warn_no_prom
 from skmip.params import get_adapter
 from skmip.promise import MIPPromiseMixin
 from skmip.defend._delegate import ReleasedModelMixin
-from skmip.defend._preprocessing import preprocessing_route
+from skmip.defend.preprocessing import preprocessing_route
 from skmip.defend.synthetic_route import SYNTHETIC, fit_synthetic
 from skmip.defend._noise_method import METHODS, resolve_method
 from skmip.defend._parameters import DEPRECATED, fill_parameters, validate_shared, warn_ignored
@@ -399,7 +399,7 @@ def _draw_training_set(wrapper, X, y, fit_params, n_etas):
     transformers = None
     if route is not None:
         # A pipeline's transformers are fitted on all of D before D_train is drawn: functions
-        # of D, outside the attacker's signal (skmip.defend._preprocessing). From here on the
+        # of D, outside the attacker's signal (skmip.defend.preprocessing). From here on the
         # last step is calibrated exactly as a bare estimator on the transformed rows.
         pre_params, fit_params = route.split_fit_params(_OWNER, fit_params)
         log(wrapper, f"fitting the pipeline's transformers on all {n} rows of D")

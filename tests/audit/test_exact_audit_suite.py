@@ -269,7 +269,7 @@ def test_pipeline_audit_refuses_transformers_that_are_not_those_of_d():
     # outside what the audit covers) is an error, not an audited release.
     from sklearn.preprocessing import StandardScaler
 
-    from skmip.defend._preprocessing import PreprocessingOnD
+    from skmip.defend.preprocessing import PreprocessingOnD
 
     release = PreprocessingOnD.release
 
