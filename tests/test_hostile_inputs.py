@@ -71,7 +71,7 @@ SPECS = {
         bounded_rows=True,
     ),
     "MIPGaussianSynthesizer": Spec(
-        lambda: skmip.MIPGaussianSynthesizer(n_splits=4, random_state=0), supervised=False,
+        lambda: skmip.MIPGaussianSynthesizer(n_subsets=4, random_state=0), supervised=False,
         use="sample",
     ),
     "MIPMarginalSynthesizer": Spec(

@@ -91,9 +91,9 @@ def test_a_fitted_wrapper_states_its_mip_bound():
     y = (X[:, 0] > 0).astype(int)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        w = MIPNoiseWrapper(LogisticRegression(), eta=0.3, method="moments", n_splits=4,
+        w = MIPNoiseWrapper(LogisticRegression(), eta=0.3, method="moments", n_subsets=4,
                             random_state=0).fit(X, y)
-        given = MIPNoiseWrapper(LogisticRegression(), eta=0.3, method="moments", n_splits=4,
+        given = MIPNoiseWrapper(LogisticRegression(), eta=0.3, method="moments", n_subsets=4,
                                 train_size=1.0, random_state=0).fit(X, y)
     assert stated_promise(w) == Promise.mip(w.mip_bound_, n_train=w.n_train_)
     assert stated_promise(given) == Promise.mip(0.3, n_train=80, promised=False)

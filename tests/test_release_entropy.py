@@ -77,7 +77,7 @@ def test_other_release_paths(monkeypatch, data, where):
 
         seen = recorder(monkeypatch, mod, "resolve_rng")
         noise = recorder(monkeypatch, wrapper, "spawn_generators")
-        mod.MIPGaussianSynthesizer(eta=0.4, method="moments", n_splits=8).fit(X[:, :3]).sample(5)
+        mod.MIPGaussianSynthesizer(eta=0.4, method="moments", n_subsets=8).fit(X[:, :3]).sample(5)
         seen += noise
     else:
         import skmip.release.marginals as mod

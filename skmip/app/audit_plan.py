@@ -387,7 +387,7 @@ def plan_rows(specs_and_defenses, options, n_features, n_classes, n_rows):
     specs_and_defenses : list of (EstimatorSpec, sequence of str or None)
         Each estimator with the defenses asked for it (``None``: all that apply).
     options : object
-        ``eta`` (list), ``mip_method``, ``n_rounds``, ``n_splits``, ``bound``,
+        ``eta`` (list), ``mip_method``, ``n_rounds``, ``n_subsets``, ``bound``,
         ``sampling_rate``, ``mu``, ``epsilon`` as parsed by the command line.
     n_features, n_classes : int
         Of the data (torch modules are built for them).
@@ -433,7 +433,7 @@ def _plan_mip(spec, est, options, d, k, n_rows, rows, skipped):
     for eta in options.eta:
         def make(eta=eta, s=spec):
             return MIPNoiseWrapper(
-                s.make(d, k), eta=eta, n_subsets=options.n_splits, method=options.mip_method,
+                s.make(d, k), eta=eta, n_subsets=options.n_subsets, method=options.mip_method,
                 n_rounds=options.n_rounds, random_state=None,
             )
 

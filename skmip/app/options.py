@@ -117,8 +117,9 @@ def _add_game_options(p: argparse.ArgumentParser) -> None:
                         "the same shadow models. Default: auto.")
     p.add_argument("--n-models", type=int, default=16,
                    help="models in each membership game (LiRA needs >= 4). Default: 16.")
-    p.add_argument("--n-splits", type=int, default=32,
-                   help="random subsets over which MIPNoiseWrapper measures the spread. Default: 32.")
+    p.add_argument("--n-subsets", "--n-splits", dest="n_subsets", type=int, default=32,
+                   help="random subsets over which MIPNoiseWrapper measures the spread (--n-splits: "
+                        "its name before 0.2). Default: 32.")
     p.add_argument("--n-samples", type=int, default=None,
                    help="use a random subset of this many rows (quick runs on large data); a CSV "
                         "file is subsampled while it is read, so memory follows the rows kept")

@@ -170,8 +170,8 @@ def _spread(wrapper, estimator, adapter, shape, smooth, X, y, size, fit_params, 
     from skmip.calibration.spread.moments import estimate_sigma
 
     sigma = estimate_sigma(
-        estimator, X, y, n_splits=n_subsets, moment=wrapper.moment, params=adapter,
-        split_size=size, random_state=seed, n_jobs=wrapper.n_jobs,
+        estimator, X, y, n_subsets=n_subsets, moment=wrapper.moment, params=adapter,
+        train_size=size, random_state=seed, n_jobs=wrapper.n_jobs,
         verbose=max(0, wrapper.verbose - 1), fit_params=fit_params,
     )
     return sigma, sigma, shares

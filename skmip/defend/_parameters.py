@@ -31,12 +31,19 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from skmip.utils.validation import check_int, check_interval, check_moment, check_n_jobs, check_option
+from skmip.utils.validation import (
+    DEPRECATED,
+    check_int,
+    check_interval,
+    check_moment,
+    check_n_jobs,
+    check_option,
+    is_unset,
+    renamed_parameter,
+)
 
 __all__ = ["SHARED", "validate_shared", "ignored_by", "surely_ignored", "warn_ignored", "fill_parameters", "DEPRECATED"]
 
-#: The default of a deprecated parameter: "not set" (scikit-learn's convention).
-DEPRECATED = "deprecated"
 
 NOISE_SHAPES = ("auto", "design", "full", "diagonal")
 
@@ -250,20 +257,11 @@ def validate_shared(obj, owner, methods):
     for param in SHARED:
         if param.check is not None:
             param.check(owner, getattr(obj, param.name))
-    if obj.n_splits == DEPRECATED:
+    if is_unset(obj.n_splits):
         return obj.n_subsets
-    if obj.n_subsets != _BY_NAME["n_subsets"].default:
-        raise ValueError(
-            f"{owner}: n_splits={obj.n_splits!r} and n_subsets={obj.n_subsets!r} were both set; "
-            "n_splits is the deprecated name of n_subsets. Pass only n_subsets."
-        )
-    n_subsets = _check_n_subsets(owner, obj.n_splits, name="n_splits")
-    warnings.warn(
-        f"{owner}: n_splits was renamed n_subsets in 0.2 and will be removed in 0.3; pass "
-        f"n_subsets={obj.n_splits!r} instead (its value is used).",
-        FutureWarning, stacklevel=4,
-    )
-    return n_subsets
+    n_splits = renamed_parameter(owner, "n_splits", obj.n_splits, "n_subsets", obj.n_subsets,
+                                 _BY_NAME["n_subsets"].default, stacklevel=4)
+    return _check_n_subsets(owner, n_splits, name="n_splits")
 
 
 def ignored_by(method, shape=None):

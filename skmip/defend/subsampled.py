@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import numbers
-import warnings
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -20,7 +19,14 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from skmip.utils.rng import draw_seed, fix_inner_random_state, resolve_rng
-from skmip.utils.validation import check_class_labels, check_interval, check_predict_input, input_errors
+from skmip.utils.validation import (
+    check_class_labels,
+    check_interval,
+    check_predict_input,
+    input_errors,
+    is_unset,
+    renamed_parameter,
+)
 from skmip.bounds.subsampling import (
     epsilon_for_positive_accuracy,
     negative_accuracy_bound,
@@ -56,11 +62,6 @@ def _estimator_has(attr):
         return hasattr(self._inner_template(), attr)
 
     return check
-
-
-def _unset(value):
-    """Whether a deprecated parameter is left at its ``"deprecated"`` default."""
-    return isinstance(value, str) and value == "deprecated"
 
 
 def _default_estimator():
@@ -214,18 +215,13 @@ class SubsampledDPClassifier(PromiseMixin, MetaEstimatorMixin, ClassifierMixin, 
 
     def _train_size(self, warn=False):
         """``T``: ``train_size``, or the deprecated ``sampling_rate`` when that is set."""
-        if _unset(self.sampling_rate):
-            return self.train_size
-        if warn:
-            warnings.warn(
-                f"{_OWNER}: sampling_rate was renamed train_size in skmip 0.2 and will be removed "
-                f"in 0.3; pass train_size={self.sampling_rate!r} (the same T) instead.",
-                FutureWarning, stacklevel=3,
-            )
-        return self.sampling_rate
+        if not warn:
+            return self.train_size if is_unset(self.sampling_rate) else self.sampling_rate
+        return renamed_parameter(_OWNER, "sampling_rate", self.sampling_rate, "train_size",
+                                 self.train_size, 0.5, stacklevel=4)
 
     def _validate_hyperparameters(self):
-        name = "train_size" if _unset(self.sampling_rate) else "sampling_rate"
+        name = "train_size" if is_unset(self.sampling_rate) else "sampling_rate"
         check_interval(_OWNER, name, self._train_size(), 0, 1, closed="right",
                        why="it is the probability T that each row is kept (Theorem 3.3's P_x*(1)).")
         check_interval(_OWNER, "delta", self.delta, 0, 1, closed="left")

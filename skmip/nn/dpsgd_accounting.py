@@ -26,7 +26,7 @@ from skmip.bounds.gmip import (
     gmip_noise_multiplier,
     mu_to_eta,
 )
-from skmip.utils.validation import check_interval, check_option
+from skmip.utils.validation import check_interval, check_option, renamed_parameter
 
 __all__ = ["calibrate_noise_multiplier", "check_privacy_settings", "gradient_susceptibility", "report_privacy"]
 
@@ -108,22 +108,8 @@ def gradient_susceptibility(net):
     ValueError
         If both names are set.
     """
-    old = net.gmip_K
-    if isinstance(old, str) and old == "deprecated":
-        return net.gradient_susceptibility
-    owner = net._owner()
-    if net.gradient_susceptibility is not None:
-        raise ValueError(
-            f"{owner}: gmip_K={old!r} and gradient_susceptibility={net.gradient_susceptibility!r} "
-            "name the same bound; pass gradient_susceptibility only (gmip_K is deprecated)."
-        )
-    warnings.warn(
-        f"{owner}: gmip_K was renamed gradient_susceptibility in skmip 0.2 and goes in 0.3; "
-        f"pass gradient_susceptibility={old!r} instead.",
-        FutureWarning,
-        stacklevel=3,
-    )
-    return old
+    return renamed_parameter(net._owner(), "gmip_K", net.gmip_K, "gradient_susceptibility",
+                             net.gradient_susceptibility, None, stacklevel=4)
 
 
 def calibrate_noise_multiplier(net, n, B, q, n_steps, delta, get_noise_multiplier, K=None):

@@ -35,7 +35,7 @@ def client():
 def test_dask_backend_gives_the_sequential_result(client, moment):
     X, y = load_breast_cancer(return_X_y=True)
     X = StandardScaler().fit_transform(X)
-    kwargs = dict(n_splits=8, moment=moment, random_state=0, return_mean=True)
+    kwargs = dict(n_subsets=8, moment=moment, random_state=0, return_mean=True)
     expected = estimate_sigma(LogisticRegression(), X, y, n_jobs=1, **kwargs)
     with distributed.get_task_stream(client) as tasks, parallel_config(backend="dask"):
         got = estimate_sigma(LogisticRegression(), X, y, n_jobs=-1, **kwargs)

@@ -76,7 +76,7 @@ def test_sigma_and_noise_factor_share_the_subset_machinery_but_keep_their_laws()
     X = np.zeros((50, 1))
     from sklearn.dummy import DummyRegressor
 
-    sigma, mean = estimate_sigma(DummyRegressor(), X, y, n_splits=8, params=["constant_"], random_state=3,
+    sigma, mean = estimate_sigma(DummyRegressor(), X, y, n_subsets=8, params=["constant_"], random_state=3,
                                  return_mean=True)
     means = np.array([y[rows_by_choice(s, 50, 25)].mean() for s in draw_split_seeds(3, 8)])
     np.testing.assert_allclose(mean, [means.mean()], rtol=1e-12)

@@ -162,7 +162,7 @@ def test_sigma_from_dataset_matches_theorem_9_subsets(cancer):
     w_alg1 = MIPNoiseWrapper(est, method="moments", n_subsets=64, sigma_from="train", random_state=3).fit(X, y)
     ratio = np.median(w_alg1.sigma_ / w.sigma_)
     assert 1.2 < ratio < 1.7
-    direct = estimate_sigma(est, X, y, n_splits=64, split_size=w.n_train_, random_state=0)
+    direct = estimate_sigma(est, X, y, n_subsets=64, train_size=w.n_train_, random_state=0)
     assert np.median(direct / w.sigma_) == pytest.approx(1.0, abs=0.25)
 
 

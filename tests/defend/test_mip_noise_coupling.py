@@ -60,7 +60,7 @@ def test_noise_scale_is_the_bound_on_the_swap_distances(small):
     est = fix_inner_random_state(LogisticRegression(C=0.1), draw_seed(rng))
     sigma_seed, coupling_seed = draw_seed(rng), draw_seed(rng)
     k = len(X) // 2
-    sigma = estimate_sigma(est, X, y, n_splits=64, split_size=k, random_state=sigma_seed)
+    sigma = estimate_sigma(est, X, y, n_subsets=64, train_size=k, random_state=sigma_seed)
     np.testing.assert_array_equal(sigma, w.sigma_)
     deltas = estimate_swap_deltas(est, X, y, scale=sigma, n_rounds=150, train_size=k, polish=True,
                                   random_state=coupling_seed)

@@ -153,7 +153,7 @@ def test_cli_row_shows_its_calibration_and_every_warning_of_its_fit(tmp_path, ca
     from skmip.app.cli import main
 
     out = tmp_path / "audit.json"
-    argv = ["--n-models", "4", "--n-splits", "8", "--n-samples", "160", "--n-jobs", "1", "-q",
+    argv = ["--n-models", "4", "--n-subsets", "8", "--n-samples", "160", "--n-jobs", "1", "-q",
             "--dataset", "breast_cancer", "--defense", "mip", "--eta", "0.45", "--json", str(out),
             "--estimator", "sklearn.neural_network.MLPClassifier(hidden_layer_sizes=(3,), max_iter=20)"]
     assert main(argv) == 0

@@ -261,7 +261,7 @@ def test_gradient_susceptibility_sets_the_gmip_bound_and_gmip_K_is_its_deprecate
     with pytest.warns(FutureWarning, match="gmip_K was renamed gradient_susceptibility"):
         old.fit(X, y)
     assert old.noise_multiplier_ == net.noise_multiplier_ and old.mu_ == net.mu_
-    with pytest.raises(ValueError, match="name the same bound"):
+    with pytest.raises(ValueError, match="were both set"):
         make(gmip_K=K, gradient_susceptibility=K, **kw).fit(X, y)
     with pytest.raises(ValueError, match="gradient_susceptibility must be"):
         make(gradient_susceptibility=-1.0, **kw).fit(X, y)

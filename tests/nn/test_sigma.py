@@ -31,7 +31,7 @@ def test_batched_split_fits_match_a_sequential_loop(monkeypatch):
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(NeuralNetClassifier, "fit_subsets", spy)
-    sigma = estimate_sigma(net, X, y, n_splits=8, split_size=200, random_state=3)
+    sigma = estimate_sigma(net, X, y, n_subsets=8, train_size=200, random_state=3)
     assert sum(calls) == 8  # every split went through the batched hook
 
     seeds = draw_split_seeds(3, 8)

@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from skmip.utils.rows import fit_on_rows
-from skmip.utils.validation import check_int, check_interval, check_moment
+from skmip.utils.validation import check_int, check_interval, check_moment, is_unset, renamed_parameter
 from skmip.params import get_adapter
 
 from skmip.calibration.spread.accumulator import CentralMomentAccumulator, _even_order
@@ -51,27 +51,27 @@ _EST = "estimate_sigma"
 _WHAT = "sigma"
 
 
-def _split_size(split_size, n_rows):
+def _split_size(split_size, n_rows, name):
     """Rows per split: a fraction of n (float) or an absolute count (int)."""
     if isinstance(split_size, numbers.Integral) and not isinstance(split_size, bool):
         rows = check_int(
-            _EST, "split_size", split_size, 2, n_rows - 1,
+            _EST, name, split_size, 2, n_rows - 1,
             why=(
-                f"An integer split_size is a number of rows; with n={n_rows} rows it must "
+                f"An integer {name} is a number of rows; with n={n_rows} rows it must "
                 "leave at least one row out (identical splits have no spread) and keep at "
                 "least 2 rows in."
             ),
         )
     else:
         fraction = check_interval(
-            _EST, "split_size", split_size, 0, 1, closed="neither",
-            why="A float split_size is the fraction of rows in each split (0.5 in Algorithm 1).",
+            _EST, name, split_size, 0, 1, closed="neither",
+            why=f"A float {name} is the fraction of rows in each split (0.5 in Algorithm 1).",
         )
         rows = int(math.floor(fraction * n_rows))
     if rows < 2:
         raise ValueError(
-            f"{_EST}: split_size={split_size!r} of n={n_rows} rows gives {rows} row(s) per "
-            "split; each split needs at least 2 rows. Provide more data or a larger split_size."
+            f"{_EST}: {name}={split_size!r} of n={n_rows} rows gives {rows} row(s) per "
+            f"split; each split needs at least 2 rows. Provide more data or a larger {name}."
         )
     return rows
 
@@ -138,19 +138,21 @@ def estimate_sigma(
     X: ArrayLike,
     y: ArrayLike | None = None,
     *,
-    n_splits: int = 128,
+    n_subsets: int = 128,
     moment: float = 2,
     params="auto",
-    split_size: float | int = 0.5,
+    train_size: float | int = 0.5,
     random_state=None,
     n_jobs: int | None = None,
     verbose: int = 0,
     fit_params: dict | None = None,
     return_mean: bool = False,
+    n_splits="deprecated",
+    split_size="deprecated",
 ):
     r"""Per-coordinate spread of an estimator's fitted parameters over random subsets.
 
-    Fits ``n_splits`` clones of ``estimator`` on uniformly random subsets of the rows (half of
+    Fits ``n_subsets`` clones of ``estimator`` on uniformly random subsets of the rows (half of
     them by default) and returns, for each parameter coordinate j,
 
     .. math:: \sigma_j = \Big(\frac{1}{B}\sum_{i=1}^{B}
@@ -168,14 +170,14 @@ def estimate_sigma(
         The data the subsets are drawn from (D_train in Algorithm 1). Must be finite.
     y : array-like of shape (n_samples,) or (n_samples, n_outputs), default=None
         Targets, subset alongside ``X``; ``None`` for unsupervised estimators.
-    n_splits : int, default=128
+    n_subsets : int, default=128
         Number B of random subsets (>= 2).
     moment : float, default=2
         Order M >= 2 of the central moment. Even integers take one set of fits; any other
         value takes two (see Notes).
     params : "auto", list of str or ParamAdapter, default="auto"
         Which fitted parameters to measure; resolved by :func:`skmip.params.get_adapter`.
-    split_size : float or int, default=0.5
+    train_size : float or int, default=0.5
         Rows per subset: a float in (0, 1) is a fraction of ``n_samples`` (rounded down), an
         int a number of rows in [2, n_samples - 1].
     random_state : None, int, numpy Generator or RandomState, default=None
@@ -190,6 +192,10 @@ def estimate_sigma(
         ``sample_weight``) are subset to each split; other values are passed as they are.
     return_mean : bool, default=False
         Also return the mean parameter vector over the splits.
+    n_splits : int or "deprecated", default="deprecated"
+        Deprecated name of ``n_subsets`` (renamed in 0.2, removed in 0.3; a ``FutureWarning``).
+    split_size : float, int or "deprecated", default="deprecated"
+        Deprecated name of ``train_size`` (renamed in 0.2, removed in 0.3; a ``FutureWarning``).
 
     Returns
     -------
@@ -200,7 +206,7 @@ def estimate_sigma(
     Raises
     ------
     ValueError
-        If ``moment < 2``, ``n_splits < 2``, ``X`` has NaN or inf, ``X`` and ``y`` differ in
+        If ``moment < 2``, ``n_subsets < 2``, ``X`` has NaN or inf, ``X`` and ``y`` differ in
         length, a split would have fewer than 2 rows, a classifier's split misses a class of
         ``y`` (naming the split and the classes, checked before any fit), splits give
         parameter vectors of different lengths (naming both), or a split gives non-finite
@@ -254,7 +260,7 @@ def estimate_sigma(
     >>> from skmip.calibration.spread.moments import estimate_sigma
     >>> y = np.arange(100.0)
     >>> X = np.zeros((100, 1))
-    >>> sigma = estimate_sigma(DummyRegressor(), X, y, n_splits=512, params=["constant_"],
+    >>> sigma = estimate_sigma(DummyRegressor(), X, y, n_subsets=512, params=["constant_"],
     ...                        random_state=0)
     >>> exact = float(np.sqrt(y.var() / 99))
     >>> round(exact, 4)
@@ -263,17 +269,19 @@ def estimate_sigma(
     True
     """
     moment = check_moment(_EST, moment)
-    n_splits = check_n_subsets(
-        _EST, "n_splits", n_splits,
+    n_subsets = renamed_parameter(_EST, "n_splits", n_splits, "n_subsets", n_subsets, 128)
+    train_size = renamed_parameter(_EST, "split_size", split_size, "train_size", train_size, 0.5)
+    n_subsets = check_n_subsets(
+        _EST, "n_subsets" if is_unset(n_splits) else "n_splits", n_subsets,
         why="A spread needs at least two fits (Algorithm 1 uses B of them; 128 by default).",
     )
     fit_params = {} if fit_params is None else dict(fit_params)
     X, y, n_rows = check_data(_EST, X, y)
-    split_rows = _split_size(split_size, n_rows)
+    split_rows = _split_size(train_size, n_rows, "train_size" if is_unset(split_size) else "split_size")
     adapter = get_adapter(estimator, params)
-    subsets = RandomSubsets(draw_split_seeds(random_state, n_splits), n_rows, split_rows, rows_by_choice, "split")
+    subsets = RandomSubsets(draw_split_seeds(random_state, n_subsets), n_rows, split_rows, rows_by_choice, "split")
     subsets.check_classes(_EST, estimator, y, what="to measure sigma",
-                          fix="Provide more rows of the rare classes or a larger split_size.")
+                          fix="Provide more rows of the rare classes or a larger train_size.")
 
     order = _even_order(moment)
     args = (estimator, adapter, X, y, fit_params, subsets, n_jobs, verbose)
