@@ -440,8 +440,15 @@ def _plan_mip(spec, est, options, d, k, n_rows, rows, skipped):
         def fitted(model, n=n_rows):
             # The promise of the model fitted for utility on the n pool rows, with
             # its own k (Definition 1's prior max(k/n, 1-k/n); 1/2 only for even n).
-            eta = float(model.mip_bound_)
-            return _mip_promise_text(eta, model.n_train_, n), eta, float(mip_tpr_bound(FPR, eta))
+            from skmip.promise import stated_promise
+
+            promise = stated_promise(model)
+            if promise is None or not promise.promised:
+                return (f"no promise: noise calibrated to eta={model.target_eta_:g}, but this fit's "
+                        "swap distances are estimates, not proven bounds (docs: 'Certified "
+                        "distances')"), None, None
+            eta = promise.value
+            return _mip_promise_text(eta, promise.n_train, n), eta, float(mip_tpr_bound(FPR, eta))
 
         k_planned = int(round(0.5 * n_rows))  # MIPNoiseWrapper's default train_size
         rows.append(AuditRow(
