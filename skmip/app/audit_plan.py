@@ -353,8 +353,12 @@ def _dp_learner(spec, est, d, k, sampling_rate, n_rows):
     )
 
 
-def _noisy_sgd_base(spec, est, d, k):
-    """Keyword arguments of a DPNeuralNetClassifier with ``est``'s network, or (None, reason)."""
+def _noisy_sgd_base(spec, est, d, k, n_rows):
+    """Keyword arguments of a DPNeuralNetClassifier with ``est``'s network, or (None, reason).
+
+    The batch size is capped at a game's member set (half of the ``n_rows`` pool rows): DP-SGD
+    samples batches at rate ``batch_size / n``, which must not exceed 1.
+    """
     if spec.kind != "torch-mlp" and not torch_available():
         return None, 'noisy SGD trains torch networks and needs the torch extra: pip install "skmip[torch]"'
     if spec.kind == "torch-mlp" or (
@@ -363,6 +367,8 @@ def _noisy_sgd_base(spec, est, d, k):
         # The same network and steps (any --param included); the private sampler replaces
         # the data loader's shuffling.
         params = {k_: v for k_, v in est.get_params(deep=False).items() if not k_.startswith("iterator_train__")}
+        if "batch_size" in params:
+            params["batch_size"] = max(1, min(int(params["batch_size"]), n_rows // 2))
         return params, None
     return None, (
         f"noisy SGD clips and noises the gradient steps of a torch network, and {type(est).__name__} "
@@ -413,7 +419,7 @@ def plan_rows(specs_and_defenses, options, n_features, n_classes, n_rows):
         for key in ("gmip", "dp-sgd"):
             if key not in asked:
                 continue
-            base, reason = _noisy_sgd_base(spec, est, d, k)
+            base, reason = _noisy_sgd_base(spec, est, d, k, n_rows)
             if base is None:
                 skipped.append(Skipped(spec.name, key, reason))
                 continue
