@@ -151,6 +151,14 @@ def test_the_cli_promise_column_uses_the_real_k_and_n():
     (mip,) = [r for r in rows if r.key == "mip"]
     assert "accuracy <= max(k/n, 1-k/n) + eta = 0.556 + 0.3 = 0.856 (k = 4 of n = 9)" in mip.promise
     # After the fit the column is rebuilt from the fitted model's own k.
-    promise, eta, promised = mip.fitted_promise(SimpleNamespace(mip_bound_=0.3, n_train_=5))
+    from skmip.promise import Promise
+
+    fitted = SimpleNamespace(stated_promise=lambda: Promise.mip(0.3, n_train=5), target_eta_=0.3)
+    promise, eta, promised = mip.fitted_promise(fitted)
     assert "= 0.556 + 0.3 = 0.856 (k = 5 of n = 9)" in promise and eta == 0.3
     assert promised == pytest.approx(0.01 + 0.6)
+    # A fit that states no promise (estimated distances) says so; nothing is plotted or checked.
+    unpromised = SimpleNamespace(stated_promise=lambda: Promise.mip(0.3, n_train=5, promised=False),
+                                 target_eta_=0.3)
+    promise, eta, promised = mip.fitted_promise(unpromised)
+    assert promise.startswith("no promise") and eta is None and promised is None
