@@ -27,28 +27,24 @@ Results are recorded in docs/auditing.md together with this command.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import os
 import pickle
 import time
-import tracemalloc
 import warnings
 
-os.environ.setdefault("OMP_NUM_THREADS", "1")  # joblib workers, not BLAS threads, parallelise
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+import _harness as H  # the script's folder is on sys.path
+import numpy as np
+from sklearn.base import clone
+from sklearn.datasets import load_breast_cancer, load_digits
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.neural_network import MLPClassifier
+from sklearn.preprocessing import StandardScaler
 
-import numpy as np  # noqa: E402
-from sklearn.base import clone  # noqa: E402
-from sklearn.datasets import load_breast_cancer, load_digits  # noqa: E402
-from sklearn.ensemble import RandomForestClassifier  # noqa: E402
-from sklearn.linear_model import LogisticRegression  # noqa: E402
-from sklearn.neural_network import MLPClassifier  # noqa: E402
-from sklearn.preprocessing import StandardScaler  # noqa: E402
-
-from skmip.audit.attacks import get_attack  # noqa: E402
-from skmip.audit.game import play_membership_game  # noqa: E402
-from skmip.audit.metrics import (  # noqa: E402
+from skmip.audit.attacks import get_attack
+from skmip.audit.game import play_membership_game
+from skmip.audit.metrics import (
     empirical_epsilon,
     membership_advantage,
     mi_roc_auc,
@@ -248,10 +244,7 @@ def section_cost(quick, seed, repeats):
     forest = RandomForestClassifier(n_estimators=50, random_state=0)
     Xc, yc = _digits()
     gc.collect()
-    tracemalloc.start()
-    g = play_membership_game(forest, Xc, yc, n_models=8, random_state=seed, n_jobs=1)
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
+    g, peak = H.peak_memory(lambda: play_membership_game(forest, Xc, yc, n_models=8, random_state=seed, n_jobs=1))
     one = len(pickle.dumps(clone(forest).fit(Xc[g.membership[0]], yc[g.membership[0]])))
     kept = len(pickle.dumps(g))
     print(f"  memory, RandomForest(50) on digits, K=8: game peak {peak / 2**20:.1f} MiB, result "
@@ -282,13 +275,11 @@ def section_rmia(quick, seed, repeats):
               f"{times[False]:>9.3f}s {1e3 * times[False] / K:>8.2f}ms")
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main(argv=None):
+    parser = H.parser(__doc__, quick="fewer models and targets", seed=0, repeats=3)
     parser.add_argument("--section", choices=["attacks", "mip", "cost", "glir", "rmia", "all"], default="all")
-    parser.add_argument("--quick", action="store_true", help="fewer models and targets")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
+    # --smoke: the RMIA timing section, one run (the others play games of 16 models or more).
+    args = H.parse(parser, argv, blas_threads=1, smoke=dict(section="rmia", repeats=1))
     t0 = time.perf_counter()
     if args.section in ("attacks", "all"):
         section_attacks(args.quick, args.seed)
@@ -300,7 +291,7 @@ def main():
         section_cost(args.quick, args.seed, args.repeats)
     if args.section in ("rmia", "all"):
         section_rmia(args.quick, args.seed, args.repeats)
-    print(f"\ntotal {time.perf_counter() - t0:.0f} s; load average at the end {os.getloadavg()[0]:.1f} "
+    print(f"\ntotal {time.perf_counter() - t0:.0f} s; load average at the end {H.load_average():.1f} "
           f"on {os.cpu_count()} cores (timings compete with other processes)")
 
 

@@ -32,7 +32,6 @@ any child processes (sampled every 0.5 s), against the data's own size.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import warnings
@@ -43,21 +42,17 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
-sys.path.insert(0, os.path.dirname(__file__))
-from _harness import loglog_slope, markdown_table, median_time, split_scaled, timed  # noqa: E402
+import _harness as H  # the script's folder is on sys.path
+from _harness import loglog_slope, markdown_table, median_time, split_scaled, timed
 
-from skmip import MIPNoiseWrapper, mip_noise_path  # noqa: E402
-from skmip.exceptions import PrivacyWarning  # noqa: E402
+from skmip import MIPNoiseWrapper, mip_noise_path
+from skmip.exceptions import PrivacyWarning
 
-
-def _load():
-    try:
-        return os.getloadavg()[0]
-    except OSError:
-        return float("nan")
+_load = H.load_average
+SMOKE_ARGV = ["ratio"]  # --smoke: 80 rounds, the default shape, 3 noise draws
 
 
-def bench_ratio(n_rounds=None, shapes=("auto", "full"), draws=50):
+def bench_ratio(n_rounds=None, shapes=("auto", "full"), draws=50, plain_repeats=20):
     """Wrapper fit against the plain fit, per noise shape, side by side in one run; test
     accuracy over ``draws`` noise draws of one calibration (``mip_noise_path``)."""
     X, y = load_breast_cancer(return_X_y=True)
@@ -65,7 +60,7 @@ def bench_ratio(n_rounds=None, shapes=("auto", "full"), draws=50):
     kw = {} if n_rounds is None else {"n_rounds": n_rounds}
     rows = []
     for shape in shapes:
-        plain = median_time(lambda: LogisticRegression(C=0.1).fit(X_tr, y_tr))
+        plain = median_time(lambda: LogisticRegression(C=0.1).fit(X_tr, y_tr), plain_repeats)
         w, t = timed(MIPNoiseWrapper(LogisticRegression(C=0.1), eta=0.1, random_state=0, noise_shape=shape,
                                      **kw).fit, X_tr, y_tr)
         path = mip_noise_path(LogisticRegression(C=0.1), X_tr, y_tr, etas=[0.1] * draws, random_state=0,
@@ -74,7 +69,7 @@ def bench_ratio(n_rounds=None, shapes=("auto", "full"), draws=50):
         rows.append([shape, f"{plain * 1e3:.2f} ms", f"{t:.2f} s", f"{t / plain:.0f}x", f"{w.noise_scale_:.2f}",
                      f"{w.noise_scale_point_:.2f}", f"{w.coupling_eta_upper_:.4f}",
                      f"{acc.mean():.3f} +- {acc.std(ddof=1) / np.sqrt(draws):.3f}", f"{_load():.1f}"])
-    print(markdown_table(["noise_shape", "plain fit (median of 20)", "wrapper fit", "ratio", "noise scale s",
+    print(markdown_table(["noise_shape", f"plain fit (median of {plain_repeats})", "wrapper fit", "ratio", "noise scale s",
                           "point-estimate s", "eta upper", f"test acc ({draws} noise draws)", "load"], rows))
 
 
@@ -277,18 +272,17 @@ def bench_million(n_jobs, sizes):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = H.parser(__doc__, n_jobs=1)
     p.add_argument("what", choices=("ratio", "bounds", "adult", "scaling", "engine", "million", "_one"))
-    p.add_argument("--n-jobs", type=int, default=1)
     p.add_argument("--n-rounds", type=int, default=None, help="ratio: override the wrapper's n_rounds")
     p.add_argument("--sizes", type=int, nargs="+", default=[1000, 3000, 10000, 30000, 100000, 200000])
     p.add_argument("--adult-sizes", type=int, nargs="+", default=[1000, 3000, 10000, 22792])
     p.add_argument("--plot", help="scaling: write the figure here")
     p.add_argument("--point", action="store_true", help="adult: calibrate to the point estimate")
-    args = p.parse_args(argv)
+    args = H.parse(p, argv, smoke=dict(n_rounds=80))
     warnings.simplefilter("ignore", PrivacyWarning)  # the benchmarks fix random_state on purpose
     if args.what == "ratio":
-        bench_ratio(args.n_rounds)
+        bench_ratio(args.n_rounds, **(dict(shapes=("auto",), draws=3, plain_repeats=3) if args.smoke else {}))
     elif args.what == "bounds":
         bench_bounds()
     elif args.what == "adult":

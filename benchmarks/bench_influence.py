@@ -31,7 +31,6 @@ Results are recorded in docs/coupling.md.
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np
@@ -39,6 +38,8 @@ from sklearn.datasets import load_breast_cancer, load_digits
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import MinMaxScaler, StandardScaler
+
+import _harness as H  # the script's folder is on sys.path
 
 from skmip.bounds import coupling_noise_scale, mip_noise_constant
 from skmip.calibration.swap import estimate_noise_factor, estimate_swap_deltas
@@ -258,16 +259,16 @@ def bench_audit():
             )
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None):
+    parser = H.parser(__doc__, repeats=200)
     parser.add_argument("--rounds", type=int, default=1000)
     parser.add_argument("--check-rounds", type=int, default=20)
-    parser.add_argument("--repeats", type=int, default=200)
     parser.add_argument("--only", choices=["approx", "confidence", "shape", "audit"], default=None)
     parser.add_argument("--dataset", choices=["breast_cancer", "digits"], default="breast_cancer",
                         help="data of section 1 (digits: multinomial, 10 classes)")
     parser.add_argument("--Cs", nargs="+", type=float, default=[0.1, 1.0], help="C values of section 1")
-    args = parser.parse_args()
+    # --smoke: section 1 at C = 0.1, one round of exact refits.
+    args = H.parse(parser, argv, smoke=dict(only="approx", check_rounds=1, Cs=[0.1]))
     if args.only in (None, "approx"):
         bench_approximation(args.check_rounds, args.dataset, args.Cs)
     if args.only in (None, "confidence"):

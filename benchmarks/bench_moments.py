@@ -16,26 +16,16 @@ Both results print as Markdown tables, with the command and machine, ready for t
 
 from __future__ import annotations
 
-import os
+import time
 
-# Before numpy is imported: one BLAS thread here and in joblib's worker processes.
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = "1"
+import _harness as H  # the script's folder is on sys.path
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.datasets import make_classification
+from sklearn.linear_model import LogisticRegression
+from sklearn.utils.parallel import Parallel, delayed
 
-import argparse  # noqa: E402
-import platform  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-import tracemalloc  # noqa: E402
-
-import numpy as np  # noqa: E402
-from sklearn.base import BaseEstimator  # noqa: E402
-from sklearn.datasets import make_classification  # noqa: E402
-from sklearn.linear_model import LogisticRegression  # noqa: E402
-from sklearn.utils.parallel import Parallel, delayed  # noqa: E402
-from threadpoolctl import threadpool_limits  # noqa: E402
-
-from skmip.calibration.spread.moments import _split_rows, _split_seeds, estimate_sigma  # noqa: E402
+from skmip.calibration.spread.moments import estimate_sigma
 
 
 class SecondMomentMatrix(BaseEstimator):
@@ -68,8 +58,30 @@ def _timed(fn):
     return result, wall, idle
 
 
+class _RecordingSecondMoment(SecondMomentMatrix):
+    """SecondMomentMatrix that keeps a copy of the rows of every fit, in order: run through
+    estimate_sigma with n_jobs=1, it records the very subsets that estimate_sigma draws."""
+
+    fitted_on = []
+
+    def fit(self, X, y=None):
+        _RecordingSecondMoment.fitted_on.append(np.array(X, dtype=np.float64))
+        return super().fit(X, y)
+
+
+def _subsets_of_estimate_sigma(X, n_splits, random_state):
+    """The row subsets estimate_sigma fits on for this seed (public API only: a recording run)."""
+    _RecordingSecondMoment.fitted_on = []
+    estimate_sigma(_RecordingSecondMoment(), X, n_splits=n_splits, params=["matrix_"],
+                   random_state=random_state, n_jobs=1)
+    subsets, _RecordingSecondMoment.fitted_on = _RecordingSecondMoment.fitted_on, []
+    if len(subsets) != n_splits:
+        raise RuntimeError(f"estimate_sigma fitted {len(subsets)} times for {n_splits} splits")
+    return subsets
+
+
 def _fit_coef(estimator, X, y, seed, m):
-    rows = _split_rows(seed, X.shape[0], m)
+    rows = np.random.default_rng(seed).permutation(X.shape[0])[:m]  # a random subset of m rows
     return estimator.fit(X[rows], y[rows]).coef_
 
 
@@ -82,7 +94,7 @@ def bench_speedup(n_samples, n_features, n_splits, repeats):
     _, one_fit, _ = _timed(lambda: est.fit(X[: n_samples // 2], y[: n_samples // 2]))
     # Start the loky workers once so that the timing is of the fits, not of process start-up.
     estimate_sigma(est, X[:200], y[:200], n_splits=2, n_jobs=2, random_state=0)
-    seeds = _split_seeds(0, n_splits)
+    seeds = np.random.default_rng(0).integers(2**63 - 1, size=n_splits)
 
     def plain(n_jobs):
         # The floor: the same fits through joblib with nothing accumulated.
@@ -115,23 +127,11 @@ def bench_speedup(n_samples, n_features, n_splits, repeats):
     }
 
 
-def _peak_extra(fn):
-    """(result, peak bytes allocated by fn above what was live when it started)."""
-    tracemalloc.start()
-    tracemalloc.reset_peak()
-    base = tracemalloc.get_traced_memory()[0]
-    result = fn()
-    peak = tracemalloc.get_traced_memory()[1] - base
-    tracemalloc.stop()
-    return result, peak
-
-
-def _naive(X, n_splits, moment, random_state):
+def _naive(subsets, moment):
     """Algorithm 1 written the obvious way: keep every theta^(i), then two numpy passes."""
-    n, m = X.shape[0], X.shape[0] // 2
-    thetas = np.empty((n_splits, X.shape[1] ** 2))
-    for i, seed in enumerate(_split_seeds(random_state, n_splits)):
-        thetas[i] = SecondMomentMatrix().fit(X[_split_rows(seed, n, m)]).matrix_.ravel()
+    thetas = np.empty((len(subsets), subsets[0].shape[1] ** 2))
+    for i, rows in enumerate(subsets):
+        thetas[i] = SecondMomentMatrix().fit(rows).matrix_.ravel()
     dev = np.abs(thetas - thetas.mean(axis=0))
     return np.mean(dev**moment, axis=0) ** (1 / moment)
 
@@ -143,7 +143,7 @@ def bench_memory(n_features, n_rows, splits, moments):
     for n_splits in splits:
         for moment in moments:
             start = time.perf_counter()
-            sigma, peak = _peak_extra(
+            sigma, peak = H.peak_memory(
                 lambda: estimate_sigma(
                     SecondMomentMatrix(), X, n_splits=n_splits, moment=moment,
                     params=["matrix_"], random_state=0, n_jobs=1,
@@ -152,7 +152,9 @@ def bench_memory(n_features, n_rows, splits, moments):
             wall = time.perf_counter() - start
             row = {"B": n_splits, "M": moment, "peak": peak / (8 * d), "wall": wall}
             if moment == 2:
-                naive, naive_peak = _peak_extra(lambda: _naive(X, n_splits, 2, 0))
+                subsets = _subsets_of_estimate_sigma(X, n_splits, 0)  # the same subsets, outside the measurement
+                naive, naive_peak = H.peak_memory(lambda: _naive(subsets, 2))
+                del subsets
                 row["naive"] = naive_peak / (8 * d)
                 row["max_rel_diff"] = float(np.max(np.abs(sigma - naive) / np.maximum(naive, 1e-300)))
             rows.append(row)
@@ -161,29 +163,24 @@ def bench_memory(n_features, n_rows, splits, moments):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser = H.parser(__doc__, quick="small sizes")
     parser.add_argument("--only", choices=("speed", "memory"), help="run one of the two parts")
-    args = parser.parse_args(argv)
-    if args.quick:
+    # One BLAS thread here and in joblib's worker processes: the workers are the parallelism.
+    H.pin_threads(1, force=True)
+    args = H.parse(parser, argv, blas_threads=1)
+    if args.smoke:
+        speed = dict(n_samples=400, n_features=10, n_splits=4, repeats=1)
+        memory = dict(n_features=30, n_rows=16, splits=(4,), moments=(2, 3))
+    elif args.quick:
         speed = dict(n_samples=4000, n_features=50, n_splits=8, repeats=1)
         memory = dict(n_features=300, n_rows=64, splits=(16, 32), moments=(2, 3))
     else:
         speed = dict(n_samples=40000, n_features=100, n_splits=32, repeats=3)
         memory = dict(n_features=1000, n_rows=64, splits=(16, 128), moments=(2, 4, 3))
 
-    command = "python benchmarks/bench_moments.py" + (" --quick" if args.quick else "")
-    command += f" --only {args.only}" if args.only else ""
-    print(f"Command: `{command}`  ")
-    print(
-        f"Machine: {platform.machine()}, {os.cpu_count()} CPU(s), Python "
-        f"{sys.version.split()[0]}, numpy {np.__version__}; BLAS threads limited to 1; "
-        f"load average at start: {os.getloadavg()[0]:.2f}\n"
-    )
-
+    print("BLAS threads limited to 1.\n")
     if args.only != "memory":
-        with threadpool_limits(1):
-            report_speedup(speed)
+        report_speedup(speed)
     if args.only != "speed":
         report_memory(memory)
 

@@ -30,13 +30,12 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
 import time
 import warnings
 from pathlib import Path
 
+import _harness as H  # the script's folder is on sys.path
 import numpy as np
 from scipy import stats
 from sklearn.base import BaseEstimator
@@ -57,12 +56,9 @@ from skmip.audit.game import play_membership_game
 from skmip.audit.metrics import check_mip_bound, membership_advantage
 from skmip.params import _project_psd
 from skmip.release.statistic import Statistic
-from skmip.release.gaussian import (
-    CopyingSynthesizer,
-    MIPGaussianSynthesizer,
-    closest_record_signal,
-    mean_and_covariance,
-)
+from skmip.release.gaussian import MIPGaussianSynthesizer, mean_and_covariance
+from skmip.audit.attacks.synthetic import closest_record_signal
+from skmip.audit.synth_audit import CopyingSynthesizer
 from skmip.defend import mip_noise_path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,6 +99,8 @@ def run_fig2(quick, out):
     n_splits = 16 if quick else 128
     etas = np.array([0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5])
     moments = (2, 4, 6)
+    if H.smoke():  # one repetition on 5,000 rows, two etas, M = 2
+        n, reps, n_splits, etas, moments = 5_000, 1, 8, np.array([0.1, 0.3]), (2,)
     gd_steps, gd_lr = 10, 0.5
     Sigma = make_spd_matrix(d, random_state=0)
     rng = np.random.default_rng(2024)
@@ -453,8 +451,7 @@ def run_audit(quick, out):
 
 # =========================================================================== main
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser = H.parser(__doc__, quick="small sizes (under a minute)")
     parser.add_argument("--parts", nargs="+", default=["fig2", "real", "audit"],
                         choices=["fig2", "real", "audit"])
     parser.add_argument("--plots", default=None,
@@ -462,12 +459,14 @@ def main(argv=None):
                              "benchmarks/results with --quick, so a smoke run never replaces "
                              "the documented figures)")
     parser.add_argument("--results", default=str(ROOT / "benchmarks" / "results" / "synthetic.md"))
-    args = parser.parse_args(argv)
+    # --smoke: Izzo's Fig. 2 on 5,000 rows, written under benchmarks/results/smoke/.
+    args = H.parse(parser, argv, smoke=dict(parts=["fig2"], plots=str(H.SMOKE_RESULTS),
+                                            results=str(H.SMOKE_RESULTS / "synthetic.md")))
     if args.plots is None:
         args.plots = str(ROOT / ("benchmarks/results" if args.quick else "docs/_static"))
     out = Path(args.plots)
     out.mkdir(parents=True, exist_ok=True)
-    lines = [f"## bench_synthetic.py {' '.join(sys.argv[1:])}", ""]
+    lines = [H.header(argv), ""]
     t0 = time.perf_counter()
     for part in args.parts:
         print(f"[{part}]", flush=True)
