@@ -8,7 +8,7 @@ which applies the script's smoke settings, pins BLAS threads and prints the head
 
 ``--smoke`` runs a script on its smallest sizes in seconds, to show that it still runs; it
 writes its results files under ``benchmarks/results/smoke/`` (git ignores
-``benchmarks/results/``) and draws no figures. Run every benchmark that way, in one process::
+``benchmarks/results/``; ``SKMIP_BENCH_SMOKE_DIR`` names another folder). Run every benchmark that way, in one process::
 
     python benchmarks/_harness.py                 # all of them
     python benchmarks/_harness.py bench_wrapper   # some of them
@@ -34,7 +34,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"  # git-ignored
-SMOKE_RESULTS = RESULTS / "smoke"
+SMOKE_RESULTS = Path(os.environ.get("SKMIP_BENCH_SMOKE_DIR") or RESULTS / "smoke")  # the tests pass a temporary one
 #: Packages some benchmarks need and skmip does not: without them a benchmark is skipped.
 OPTIONAL = ("torch", "skorch", "opacus", "dp_accounting", "art", "privacy_meter", "matplotlib")
 _STATE = {"smoke": False}
