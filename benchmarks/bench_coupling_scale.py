@@ -251,7 +251,7 @@ def _one_million_run(n, n_jobs):
     watcher.join()
     print(json.dumps({"n": n, "wall": wall, "cpu": cpu, "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                       "pss_mb": peak[0], "data_mb": X.nbytes / 2**20, "noise_scale": w.noise_scale_,
-                      "eta_upper": w.coupling_eta_upper_, "load": os.getloadavg()[0]}), flush=True)
+                      "eta_upper": w.coupling_eta_upper_, "load": H.load_average()}), flush=True)
 
 
 def bench_million(n_jobs, sizes):

@@ -17,7 +17,6 @@ full run.
 
 from __future__ import annotations
 
-import time
 import warnings
 
 import _harness as H  # the script's folder is on sys.path

@@ -12,7 +12,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import _harness as H  # the script's folder is on sys.path
 import numpy as np
