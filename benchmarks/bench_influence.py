@@ -33,13 +33,9 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-from sklearn.datasets import load_breast_cancer, load_digits
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import train_test_split
-from sklearn.preprocessing import MinMaxScaler, StandardScaler
-
 import _harness as H  # the script's folder is on sys.path
+import numpy as np
+from sklearn.linear_model import LogisticRegression
 
 from skmip.bounds import coupling_noise_scale, mip_noise_constant
 from skmip.calibration.swap import estimate_noise_factor, estimate_swap_deltas
@@ -49,11 +45,7 @@ ETAS = [0.05, 0.1, 0.2, 0.3]
 
 def _data(dataset="breast_cancer"):
     """70/30 split; breast cancer standardized, digits scaled to [0, 1] (as bench_coupling_utility)."""
-    load, Scaler = {"breast_cancer": (load_breast_cancer, StandardScaler), "digits": (load_digits, MinMaxScaler)}[dataset]
-    X, y = load(return_X_y=True)
-    X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
-    scaler = Scaler().fit(X_tr)
-    return scaler.transform(X_tr), scaler.transform(X_te), y_tr, y_te
+    return H.split_scaled(dataset, scaler={"breast_cancer": "standard", "digits": "minmax"}[dataset])
 
 
 def _model(C, dataset="breast_cancer"):

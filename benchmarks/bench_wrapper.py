@@ -15,10 +15,7 @@ import warnings
 
 import _harness as H  # the script's folder is on sys.path
 import numpy as np
-from sklearn.datasets import load_breast_cancer, load_digits
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import train_test_split
-from sklearn.preprocessing import StandardScaler
 
 from skmip import MIPNoiseWrapper, mip_noise_path
 from skmip.exceptions import PrivacyWarning
@@ -27,11 +24,7 @@ ETAS = [0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5]
 
 
 def _data(name):
-    loader = {"breast_cancer": load_breast_cancer, "digits": load_digits}[name]
-    X, y = loader(return_X_y=True)
-    X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
-    scaler = StandardScaler().fit(X_tr)  # a public preprocessing choice for the benchmark
-    return scaler.transform(X_tr), scaler.transform(X_te), y_tr, y_te
+    return H.split_scaled(name)  # 70/30, stratified, standardized on the training part (public choice)
 
 
 def bench_path(n_splits, repeats, n_rounds):
