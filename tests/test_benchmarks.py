@@ -48,12 +48,7 @@ def outcomes(tmp_path_factory):
 
 
 def test_every_benchmark_is_checked():
-    sys.path.insert(0, str(HARNESS.parent))
-    try:
-        import _harness
-    finally:
-        sys.path.remove(str(HARNESS.parent))
-    assert sorted(SMOKE + PARSER_ONLY) == sorted(_harness.benchmarks())
+    assert sorted(SMOKE + PARSER_ONLY) == sorted(_harness_module().benchmarks())
     assert not set(SMOKE) & set(PARSER_ONLY)
 
 
@@ -63,3 +58,43 @@ def test_benchmark_runs(outcomes, name):
     if outcome["status"] == "skipped":
         pytest.skip(outcome["detail"])
     assert outcome["status"] == "ok", outcome["detail"]
+
+
+def _harness_module():
+    sys.path.insert(0, str(HARNESS.parent))
+    try:
+        import _harness
+    finally:
+        sys.path.remove(str(HARNESS.parent))
+    return _harness
+
+
+def test_smoke_settings_follow_quick_ones(monkeypatch):
+    H = _harness_module()
+    monkeypatch.setattr(H, "pin_threads", lambda *a, **k: None)  # leave this process's threads alone
+    p = H.parser("doc", quick="q", reps=3)
+    p.add_argument("--rows", type=int, default=100)
+    try:
+        args = H.parse(p, ["--smoke"], quick=dict(reps=2, rows=50), smoke=dict(rows=10))
+        assert (args.quick, args.reps, args.rows, H.smoke()) == (True, 2, 10, True)
+        args = H.parse(p, ["--quick", "--rows", "70"], quick=dict(reps=1))
+        assert (args.reps, args.rows, H.smoke()) == (1, 70, False)
+        with pytest.raises(AttributeError, match="'n_models' is not an option"):
+            H.parse(p, ["--smoke"], smoke=dict(n_models=2))
+    finally:
+        H._STATE["smoke"] = False
+
+
+def test_a_missing_optional_package_is_a_skip(tmp_path):
+    # Stand-ins that fail to import as the real packages do when absent.
+    for name in ("torch", "art"):
+        (tmp_path / f"{name}.py").write_text(f'raise ModuleNotFoundError("No module named {name!r}", name={name!r})\n')
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]),
+               SKMIP_BENCH_SMOKE_DIR=str(tmp_path / "results"), OMP_NUM_THREADS="1")
+    names = ["bench_nn_dpsgd", "bench_art"]
+    done = subprocess.run([sys.executable, str(HARNESS), *names, "--json", str(tmp_path / "o.json")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    outcomes = json.loads((tmp_path / "o.json").read_text())
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert outcomes["bench_nn_dpsgd"] == dict(outcomes["bench_nn_dpsgd"], status="skipped", detail="needs torch")
+    assert outcomes["bench_art"]["status"] == "skipped" and "pip install" in outcomes["bench_art"]["detail"]
