@@ -92,9 +92,15 @@ def parse(p, argv=None, *, quick=None, smoke=None, blas_threads=None):
     """Parse ``argv`` and print the header line.
 
     With ``--quick`` (and under ``--smoke``, which implies it) the attributes in ``quick`` are
-    set, then under ``--smoke`` those in ``smoke``; BLAS is pinned to one thread under
+    set, then under ``--smoke`` those in ``smoke`` that the command line does not give (so
+    ``--smoke --only glm`` runs the glm part small); BLAS is pinned to one thread under
     ``--smoke``, else to ``blas_threads`` if given."""
     args = p.parse_args(argv)
+    # Which options the command line gives: argparse fills in a default only where the
+    # namespace has no value yet, so a namespace of placeholders keeps the others out.
+    unset = object()
+    given = {k for k, v in vars(p.parse_args(argv, argparse.Namespace(
+        **{a.dest: unset for a in p._actions}))).items() if v is not unset}
     _STATE["smoke"] = bool(args.smoke)
     if args.smoke and hasattr(args, "quick"):
         args.quick = True
@@ -102,7 +108,8 @@ def parse(p, argv=None, *, quick=None, smoke=None, blas_threads=None):
         for name, value in (settings or {}).items() if wanted else ():
             if not hasattr(args, name):
                 raise AttributeError(f"setting {name!r} is not an option of {p.prog}")
-            setattr(args, name, value)
+            if settings is quick or name not in given:
+                setattr(args, name, value)
     if args.smoke:
         blas_threads = 1
     if blas_threads:

@@ -79,6 +79,8 @@ def test_smoke_settings_follow_quick_ones(monkeypatch):
         assert (args.quick, args.reps, args.rows, H.smoke()) == (True, 2, 10, True)
         args = H.parse(p, ["--quick", "--rows", "70"], quick=dict(reps=1))
         assert (args.reps, args.rows, H.smoke()) == (1, 70, False)
+        args = H.parse(p, ["--smoke", "--rows", "30"], quick=dict(reps=2), smoke=dict(rows=10, reps=1))
+        assert (args.reps, args.rows) == (1, 30)  # smoke settings yield to the command line
         with pytest.raises(AttributeError, match="'n_models' is not an option"):
             H.parse(p, ["--smoke"], smoke=dict(n_models=2))
     finally:
