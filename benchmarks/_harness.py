@@ -96,11 +96,7 @@ def parse(p, argv=None, *, quick=None, smoke=None, blas_threads=None):
     ``--smoke --only glm`` runs the glm part small); BLAS is pinned to one thread under
     ``--smoke``, else to ``blas_threads`` if given."""
     args = p.parse_args(argv)
-    # Which options the command line gives: argparse fills in a default only where the
-    # namespace has no value yet, so a namespace of placeholders keeps the others out.
-    unset = object()
-    given = {k for k, v in vars(p.parse_args(argv, argparse.Namespace(
-        **{a.dest: unset for a in p._actions}))).items() if v is not unset}
+    given = _given(p, argv)
     _STATE["smoke"] = bool(args.smoke)
     if args.smoke and hasattr(args, "quick"):
         args.quick = True
@@ -116,6 +112,19 @@ def parse(p, argv=None, *, quick=None, smoke=None, blas_threads=None):
         pin_threads(blas_threads)
     print(header(argv), flush=True)
     return args
+
+
+def _given(p, argv):
+    """Names of the options that ``argv`` gives: parsed once more with every default
+    suppressed, the namespace holds those only."""
+    saved = [(a, a.default) for a in p._actions]
+    try:
+        for a, _ in saved:
+            a.default = argparse.SUPPRESS
+        return set(vars(p.parse_args(argv)))
+    finally:
+        for a, default in saved:
+            a.default = default
 
 
 def smoke():
