@@ -49,7 +49,7 @@ from skmip import MIPNoiseWrapper, mip_noise_path
 from skmip.exceptions import PrivacyWarning
 
 _load = H.load_average
-SMOKE_ARGV = ["ratio"]  # --smoke: 80 rounds, the default shape, 3 noise draws
+SMOKE_ARGV = ["ratio"]  # the subcommand the test suite's smoke run takes
 
 
 def bench_ratio(n_rounds=None, shapes=("auto", "full"), draws=50, plain_repeats=20):
@@ -94,8 +94,8 @@ def bench_bounds(ms=(200, 300, 400, 600, 1000)):
     print(markdown_table(["rounds m", "betting", "Maurer & Pontil", "point estimate"], rows))
 
 
-def bench_adult(n_jobs, point=False):
-    X_tr, X_te, y_tr, y_te = split_scaled("adult")
+def bench_adult(n_jobs, point=False, n_samples=None):
+    X_tr, X_te, y_tr, y_te = split_scaled("adult", n_samples=n_samples)
     base, t0 = timed(LogisticRegression(C=0.1).fit, X_tr, y_tr)
     draws = 20 if point else 5
     etas = [0.1] * draws + [0.05] * draws
@@ -114,7 +114,7 @@ def bench_adult(n_jobs, point=False):
                           f"private acc (mean of {draws} draws)", "noise scale s", "eta upper"], rows))
 
 
-def bench_engine(shapes=("design", "full"), bc_rounds=12, adult_rows=1500, adult_rounds=4):
+def bench_engine(shapes=("design", "full"), bc_rounds=12, adult_rows=1500, adult_rounds=4, pairs=(8, 4)):
     """The ``"newton"`` engine against exact refits on the same (x*, e) pairs, per noise shape:
     per-pair and per-target ratios, and the point-estimate scale at eta = 0.1 of each."""
     from skmip.bounds import coupling_noise_scale
@@ -124,8 +124,8 @@ def bench_engine(shapes=("design", "full"), bc_rounds=12, adult_rows=1500, adult
     X_bc, _, y_bc, _ = train_test_split(StandardScaler().fit_transform(X), y, random_state=0)
     X_ad, _, y_ad, _ = split_scaled("adult")
     rows_ad = np.random.default_rng(adult_rows).permutation(len(X_ad))[:adult_rows]
-    cases = [("breast cancer", X_bc, y_bc, bc_rounds, 8, shapes),
-             (f"adult ({adult_rows:,} rows)", X_ad[rows_ad], y_ad[rows_ad], adult_rounds, 4, shapes[:1])]
+    cases = [("breast cancer", X_bc, y_bc, bc_rounds, pairs[0], shapes),
+             (f"adult ({adult_rows:,} rows)", X_ad[rows_ad], y_ad[rows_ad], adult_rounds, pairs[1], shapes[:1])]
     rows = []
     for name, X, y, rounds, pairs, case_shapes in cases:
         est, k = LogisticRegression(C=0.1, solver="newton-cholesky", tol=1e-12), len(X) // 2
@@ -156,8 +156,9 @@ def _synthetic(n, d=50, seed=0):
     return X, y
 
 
-def bench_scaling(n_jobs, sizes, adult_sizes, plot=None):
+def bench_scaling(n_jobs, sizes, adult_sizes, plot=None, n_rounds=None):
     rows, curves = [], {}
+    kw = {} if n_rounds is None else {"n_rounds": n_rounds}
     X_ad, _, y_ad, _ = split_scaled("adult")
     for data, ns in (("synthetic d=50", sizes), ("adult", adult_sizes)):
         times, scales = [], []
@@ -167,7 +168,8 @@ def bench_scaling(n_jobs, sizes, adult_sizes, plot=None):
                 X, y = X_ad[idx], y_ad[idx]
             else:
                 X, y = _synthetic(n)
-            w, t = timed(MIPNoiseWrapper(LogisticRegression(C=0.1), eta=0.1, n_jobs=n_jobs, random_state=0).fit, X, y)
+            w, t = timed(MIPNoiseWrapper(LogisticRegression(C=0.1), eta=0.1, n_jobs=n_jobs, random_state=0, **kw).fit,
+                         X, y)
             times.append(t)
             scales.append(w.noise_scale_)
             rows.append([data, f"{n:,}", f"{t:.1f} s", f"{w.noise_scale_:.2f}", f"{w.noise_scale_point_:.2f}",
@@ -279,23 +281,27 @@ def main(argv=None):
     p.add_argument("--adult-sizes", type=int, nargs="+", default=[1000, 3000, 10000, 22792])
     p.add_argument("--plot", help="scaling: write the figure here")
     p.add_argument("--point", action="store_true", help="adult: calibrate to the point estimate")
-    args = H.parse(p, argv, smoke=dict(n_rounds=80))
+    # --smoke: every subcommand small (ratio: 80 rounds, the default shape, 3 noise draws;
+    # adult: 2,000 rows; engine: 2 rounds of 1 pair; scaling (80 rounds) and million: 500 and
+    # 1,000 rows).
+    args = H.parse(p, argv, smoke=dict(n_rounds=80, sizes=[500, 1000], adult_sizes=[500, 1000]))
+    small = args.smoke
     warnings.simplefilter("ignore", PrivacyWarning)  # the benchmarks fix random_state on purpose
     if args.what == "ratio":
-        bench_ratio(args.n_rounds, **(dict(shapes=("auto",), draws=3, plain_repeats=3) if args.smoke else {}))
+        bench_ratio(args.n_rounds, **(dict(shapes=("auto",), draws=3, plain_repeats=3) if small else {}))
     elif args.what == "bounds":
-        bench_bounds()
+        bench_bounds(**(dict(ms=(120, 150)) if small else {}))
     elif args.what == "adult":
-        bench_adult(args.n_jobs, args.point)
+        bench_adult(args.n_jobs, args.point, n_samples=2000 if small else None)
     elif args.what == "engine":
-        bench_engine()
+        bench_engine(**(dict(bc_rounds=2, adult_rows=300, adult_rounds=2, pairs=(1, 1)) if small else {}))
     elif args.what == "million":
         bench_million(args.n_jobs, args.sizes if args.sizes != p.get_default("sizes")
                       else [10000, 30000, 100000, 300000, 1000000])
     elif args.what == "_one":
         _one_million_run(args.sizes[0], args.n_jobs)
     else:
-        bench_scaling(args.n_jobs, args.sizes, args.adult_sizes, args.plot)
+        bench_scaling(args.n_jobs, args.sizes, args.adult_sizes, args.plot, n_rounds=args.n_rounds if small else None)
 
 
 if __name__ == "__main__":
