@@ -94,13 +94,14 @@ def bench_bounds(ms=(200, 300, 400, 600, 1000)):
     print(markdown_table(["rounds m", "betting", "Maurer & Pontil", "point estimate"], rows))
 
 
-def bench_adult(n_jobs, point=False, n_samples=None):
+def bench_adult(n_jobs, point=False, n_samples=None, n_rounds=None, draws=None):
     X_tr, X_te, y_tr, y_te = split_scaled("adult", n_samples=n_samples)
     base, t0 = timed(LogisticRegression(C=0.1).fit, X_tr, y_tr)
-    draws = 20 if point else 5
+    draws = draws or (20 if point else 5)
     etas = [0.1] * draws + [0.05] * draws
+    kw = {} if n_rounds is None else {"n_rounds": n_rounds}
     path, t = timed(mip_noise_path, LogisticRegression(C=0.1), X_tr, y_tr, etas=etas, n_jobs=n_jobs,
-                    verbose=1, random_state=0, confidence=None if point else 0.95)
+                    verbose=1, random_state=0, confidence=None if point else 0.95, **kw)
     rows = []
     for eta in (0.1, 0.05):
         ws = [w for w in path if w.mip_bound_ == eta]
@@ -282,7 +283,7 @@ def main(argv=None):
     p.add_argument("--plot", help="scaling: write the figure here")
     p.add_argument("--point", action="store_true", help="adult: calibrate to the point estimate")
     # --smoke: every subcommand small (ratio: 80 rounds, the default shape, 3 noise draws;
-    # adult: 2,000 rows; engine: 2 rounds of 1 pair; scaling (80 rounds) and million: 500 and
+    # adult: 1,000 rows, 200 rounds, 2 draws; engine: 2 rounds of 1 pair; scaling (80 rounds) and million: 500 and
     # 1,000 rows).
     args = H.parse(p, argv, smoke=dict(n_rounds=80, sizes=[500, 1000], adult_sizes=[500, 1000]))
     small = args.smoke
@@ -292,7 +293,7 @@ def main(argv=None):
     elif args.what == "bounds":
         bench_bounds(**(dict(ms=(120, 150)) if small else {}))
     elif args.what == "adult":
-        bench_adult(args.n_jobs, args.point, n_samples=2000 if small else None)
+        bench_adult(args.n_jobs, args.point, **(dict(n_samples=1000, n_rounds=200, draws=2) if small else {}))
     elif args.what == "engine":
         bench_engine(**(dict(bc_rounds=2, adult_rows=300, adult_rounds=2, pairs=(1, 1)) if small else {}))
     elif args.what == "million":

@@ -404,8 +404,8 @@ def run_audit(quick, out):
     Xs = StandardScaler().fit_transform(X)
     rng = np.random.default_rng(3)
     pool = Xs[rng.choice(len(Xs), size=200, replace=False)]
-    n_models = 16 if quick else 64
-    n_splits = 16 if quick else 128
+    n_models = 4 if H.smoke() else 16 if quick else 64
+    n_splits = 8 if H.smoke() else 16 if quick else 128
     configs = [
         ("MIPGaussianSynthesizer eta=0.1, coupling (exact bound)", MIPGaussianSynthesizer(eta=0.1, train_size=1.0), 0.1),
         ("MIPGaussianSynthesizer eta=0.1 M=2",
