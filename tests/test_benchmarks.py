@@ -22,14 +22,13 @@ HARNESS = ROOT / "benchmarks" / "_harness.py"
 
 SMOKE = [
     "bench_audit", "bench_coupling_audit", "bench_coupling_scale", "bench_coupling_utility",
-    "bench_exact_audit_radius", "bench_influence", "bench_leemann", "bench_marginal_synthesis",
-    "bench_nn_ensemble", "bench_statistic_audit", "bench_subsampling", "bench_synth_audit",
+    "bench_exact_audit_radius", "bench_influence", "bench_learners", "bench_leemann", "bench_marginal_synthesis",
+    "bench_nn_dpsgd", "bench_nn_ensemble", "bench_statistic_audit", "bench_subsampling", "bench_synth_audit",
     "bench_synthetic", "bench_tabular_tv", "bench_wrapper", "reproduce",
 ]
 PARSER_ONLY = [
     "bench_any_estimator", "bench_art", "bench_dpsgd_accounting", "bench_exact_audit", "bench_grid_search",
-    "bench_learners", "bench_moments", "bench_nasr", "bench_nn_dpsgd", "bench_nn_gmip_utility", "bench_peers",
-    "bench_pipelines", "bench_private_head",
+    "bench_moments", "bench_nasr", "bench_nn_gmip_utility", "bench_peers", "bench_pipelines", "bench_private_head",
 ]
 
 
