@@ -9,7 +9,7 @@ columns, declared categorical) -- and the defenses at the promise eta (default 0
 * **MIP, ``method="auto"``**: ``MIPNoiseWrapper(model, eta)``; the route it takes is reported
   (``method_``: ``"coupling"`` for the linear pipeline, ``"synthetic"`` for the trees);
 * **SubsampledDPClassifier** (linear model only): the pipeline's transformers fitted on D, then
-  ``SubsampledDPClassifier(DPLogisticRegression, sampling_rate=0.5, target_bound=0.5 + eta)``;
+  ``SubsampledDPClassifier(DPLogisticRegression, train_size=0.5, target_bound=0.5 + eta)``;
   at T = 0.5 and delta = 0 Thudi et al.'s positive-accuracy bound ``1 / (1 + e^-eps)`` equals
   ``1/2 + eta`` exactly at ``eps = mip_to_dp_epsilon(eta)`` (Izzo et al., Theorem 4), the
   epsilon an eps-DP learner needs to promise eta-MIP on a uniform half;
@@ -280,7 +280,7 @@ def make_defense(defense, name, model, eta, *, audit, seed=None):
         # Rows of the one-hot + scaled design have squared norm about the number of raw columns.
         cols = sum(len(c) for _, _, c in model[0].transformers)
         learner = SubsampledDPClassifier(DPLogisticRegression(data_norm=math.sqrt(cols), C=0.1),
-                                         sampling_rate=0.5, target_bound=0.5 + eta)
+                                         train_size=0.5, target_bound=0.5 + eta)
         return PoolTransformed(transformer, learner, train_size=1.0, random_state=seed)
     if defense == "DP-SGD":
         return PoolTransformed(transformer, DPSGDAtEta(eta=eta), train_size=train_size, random_state=seed)

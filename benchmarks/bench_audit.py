@@ -110,7 +110,7 @@ def section_mip(quick, seed):
     etas = (0.3,) if H.smoke() else (0.5, 0.3, 0.2, 0.1, 0.05)
     # method="moments": the section measures Corollary 10's noise under both radius laws (the
     # wrapper's default is the coupling calibration since issue 12).
-    print(f"\n2. MIPNoiseWrapper(LogisticRegression(), method='moments', train_size=1.0, n_splits={n_splits}) on "
+    print(f"\n2. MIPNoiseWrapper(LogisticRegression(), method='moments', train_size=1.0, n_subsets={n_splits}) on "
           f"breast_cancer, online LiRA, K={K} ({K * len(y)} trials)")
     header = f"{'model':<26}{'AUC':>7}{'TPR@1%':>8}{'adv':>7}{'2 eta':>7}{'margin':>8}{'holds':>7}"
     print(header)
@@ -127,7 +127,7 @@ def section_mip(quick, seed):
     row("un-noised", clean, None)
     for radius in ("gamma", "laplace"):
         for eta in etas:
-            wrapper = MIPNoiseWrapper(LogisticRegression(), eta=eta, method="moments", n_splits=n_splits,
+            wrapper = MIPNoiseWrapper(LogisticRegression(), eta=eta, method="moments", n_subsets=n_splits,
                                       train_size=1.0, radius=radius)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # the Laplace radius' PrivacyWarning
@@ -138,7 +138,7 @@ def section_mip(quick, seed):
     # null hypothesis holds exactly) and re-attack the same signals.
     from skmip.audit.attacks import lira_scores
 
-    wrapper = MIPNoiseWrapper(LogisticRegression(), eta=0.5, method="moments", n_splits=n_splits, train_size=1.0)
+    wrapper = MIPNoiseWrapper(LogisticRegression(), eta=0.5, method="moments", n_subsets=n_splits, train_size=1.0)
     game = play_membership_game(wrapper, X, y, n_models=K, random_state=seed, n_jobs=-1)
     rng = np.random.default_rng(seed)
     null = []

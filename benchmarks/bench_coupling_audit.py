@@ -70,7 +70,7 @@ def main(argv=None):
     _line("unprotected", audit, time.perf_counter() - t)
     for eta in args.etas:
         wrapper = MIPNoiseWrapper(learner, eta=eta, method="coupling", train_size=1.0,
-                                  n_rounds=args.rounds, n_splits=args.n_splits, random_state=0)
+                                  n_rounds=args.rounds, n_subsets=args.n_splits, random_state=0)
         t = time.perf_counter()
         audit = MIAttackScorer(wrapper, attack="lira", n_models=args.models, random_state=1).fit(X, y)
         _line(f"coupling, eta = {eta}", audit, time.perf_counter() - t)

@@ -114,7 +114,7 @@ def bench_dataset(name, Cs, etas, rounds, repeats, n_splits, n_samples=None):
             ("laplace", dict(method="moments", radius="laplace")),
         ]:
             t = time.perf_counter()
-            path = mip_noise_path(est, X, y, etas=path_etas, n_splits=n_splits,
+            path = mip_noise_path(est, X, y, etas=path_etas, n_subsets=n_splits,
                                   random_state=int(rng.integers(2**31)), **params)
             res[label + "_time"] = time.perf_counter() - t
             res[label] = path

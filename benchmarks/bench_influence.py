@@ -102,7 +102,7 @@ def bench_approximation(check_rounds, dataset="breast_cancer", Cs=(0.1, 1.0)):
 def _monotone_only(D, eta, G=128):
     """The grid point where the monotone relaxation alone (second moment for the sample
     variance) meets eta: what the calibration would give without the walk down the grid."""
-    from skmip.bounds.coupling import _ucb_per_target  # no public route (see the issue 23 report)
+    from skmip.bounds.bernstein import _ucb_per_target  # no public route (see the issue 23 report)
 
     j = int(np.floor(G * np.log2(coupling_noise_scale(D, eta).noise_scale)))
     shares = np.full(len(D), 1.0 / len(D))  # the uniform union bound over the targets

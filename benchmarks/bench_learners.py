@@ -152,7 +152,7 @@ def bench_digits_target(rounds, repeats):
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the fixed seed's PrivacyWarning: a benchmark, not a release
-        path = mip_noise_path(est, X, y, etas=etas, noise_shape="full", n_rounds=rounds, n_splits=128,
+        path = mip_noise_path(est, X, y, etas=etas, noise_shape="full", n_rounds=rounds, n_subsets=128,
                               train_size=0.5, random_state=int(rng.integers(2**31)))
     elapsed = time.perf_counter() - t0
     print(f"\n## 5. Digits target: MIPNoiseWrapper path, C = 0.1, full shape, {rounds} rounds, "

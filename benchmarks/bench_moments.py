@@ -26,6 +26,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.utils.parallel import Parallel, delayed
 
 from skmip.calibration.spread.moments import estimate_sigma
+from skmip.calibration.spread.subsets import draw_split_seeds, rows_by_choice
 
 
 class SecondMomentMatrix(BaseEstimator):
@@ -58,30 +59,8 @@ def _timed(fn):
     return result, wall, idle
 
 
-class _RecordingSecondMoment(SecondMomentMatrix):
-    """SecondMomentMatrix that keeps a copy of the rows of every fit, in order: run through
-    estimate_sigma with n_jobs=1, it records the very subsets that estimate_sigma draws."""
-
-    fitted_on = []
-
-    def fit(self, X, y=None):
-        _RecordingSecondMoment.fitted_on.append(np.array(X, dtype=np.float64))
-        return super().fit(X, y)
-
-
-def _subsets_of_estimate_sigma(X, n_splits, random_state):
-    """The row subsets estimate_sigma fits on for this seed (public API only: a recording run)."""
-    _RecordingSecondMoment.fitted_on = []
-    estimate_sigma(_RecordingSecondMoment(), X, n_splits=n_splits, params=["matrix_"],
-                   random_state=random_state, n_jobs=1)
-    subsets, _RecordingSecondMoment.fitted_on = _RecordingSecondMoment.fitted_on, []
-    if len(subsets) != n_splits:
-        raise RuntimeError(f"estimate_sigma fitted {len(subsets)} times for {n_splits} splits")
-    return subsets
-
-
 def _fit_coef(estimator, X, y, seed, m):
-    rows = np.random.default_rng(seed).permutation(X.shape[0])[:m]  # a random subset of m rows
+    rows = rows_by_choice(seed, X.shape[0], m)
     return estimator.fit(X[rows], y[rows]).coef_
 
 
@@ -93,8 +72,8 @@ def bench_speedup(n_samples, n_features, n_splits, repeats):
     est = LogisticRegression(max_iter=1000, tol=1e-6)
     _, one_fit, _ = _timed(lambda: est.fit(X[: n_samples // 2], y[: n_samples // 2]))
     # Start the loky workers once so that the timing is of the fits, not of process start-up.
-    estimate_sigma(est, X[:200], y[:200], n_splits=2, n_jobs=2, random_state=0)
-    seeds = np.random.default_rng(0).integers(2**63 - 1, size=n_splits)
+    estimate_sigma(est, X[:200], y[:200], n_subsets=2, n_jobs=2, random_state=0)
+    seeds = draw_split_seeds(0, n_splits)
 
     def plain(n_jobs):
         # The floor: the same fits through joblib with nothing accumulated.
@@ -111,7 +90,7 @@ def bench_speedup(n_samples, n_features, n_splits, repeats):
             for kind in ("skmip", "plain"):
                 if kind == "skmip":
                     fn = lambda: estimate_sigma(  # noqa: E731
-                        est, X, y, n_splits=n_splits, n_jobs=n_jobs, random_state=0
+                        est, X, y, n_subsets=n_splits, n_jobs=n_jobs, random_state=0
                     )
                 else:
                     fn = lambda: plain(n_jobs)  # noqa: E731
@@ -127,11 +106,12 @@ def bench_speedup(n_samples, n_features, n_splits, repeats):
     }
 
 
-def _naive(subsets, moment):
+def _naive(X, n_splits, moment, random_state):
     """Algorithm 1 written the obvious way: keep every theta^(i), then two numpy passes."""
-    thetas = np.empty((len(subsets), subsets[0].shape[1] ** 2))
-    for i, rows in enumerate(subsets):
-        thetas[i] = SecondMomentMatrix().fit(rows).matrix_.ravel()
+    n, m = X.shape[0], X.shape[0] // 2
+    thetas = np.empty((n_splits, X.shape[1] ** 2))
+    for i, seed in enumerate(draw_split_seeds(random_state, n_splits)):
+        thetas[i] = SecondMomentMatrix().fit(X[rows_by_choice(seed, n, m)]).matrix_.ravel()
     dev = np.abs(thetas - thetas.mean(axis=0))
     return np.mean(dev**moment, axis=0) ** (1 / moment)
 
@@ -145,16 +125,14 @@ def bench_memory(n_features, n_rows, splits, moments):
             start = time.perf_counter()
             sigma, peak = H.peak_memory(
                 lambda: estimate_sigma(
-                    SecondMomentMatrix(), X, n_splits=n_splits, moment=moment,
+                    SecondMomentMatrix(), X, n_subsets=n_splits, moment=moment,
                     params=["matrix_"], random_state=0, n_jobs=1,
                 )
             )
             wall = time.perf_counter() - start
             row = {"B": n_splits, "M": moment, "peak": peak / (8 * d), "wall": wall}
             if moment == 2:
-                subsets = _subsets_of_estimate_sigma(X, n_splits, 0)  # the same subsets, outside the measurement
-                naive, naive_peak = H.peak_memory(lambda: _naive(subsets, 2))
-                del subsets
+                naive, naive_peak = H.peak_memory(lambda: _naive(X, n_splits, 2, 0))
                 row["naive"] = naive_peak / (8 * d)
                 row["max_rel_diff"] = float(np.max(np.abs(sigma - naive) / np.maximum(naive, 1e-300)))
             rows.append(row)

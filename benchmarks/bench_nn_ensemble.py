@@ -1,10 +1,10 @@
-"""vmap ensembles vs a loop of skorch fits, and the wrapper's split fits (n_splits = 32).
+"""vmap ensembles vs a loop of skorch fits, and the wrapper's split fits (n_subsets = 32).
 
 1. 32 small MLPs (64 -> 32 -> 10, Adam, 10 epochs, batches of 64) on half-splits of
    ``load_digits``: :func:`skmip.nn.fit_ensemble` vs 32 sequential ``fit`` calls of the
    same seeded net, measured side by side (best of ``--repeats``), with the largest
    parameter difference between the two (float32 round-off).
-2. :class:`skmip.defend.MIPNoiseWrapper` with ``n_splits=32`` on the same net: its
+2. :class:`skmip.defend.MIPNoiseWrapper` with ``n_subsets=32`` on the same net: its
    sigma step (32 split fits) sequentially, vs the 32 split fits as one ensemble
    (:func:`skmip.nn.ensemble_vectors`) reduced to the same per-coordinate spread.
 
@@ -110,7 +110,7 @@ def main(argv=None):
         # The wrapper fixes one seed for all split fits: random_state=0 on both paths.
         (t_sig, t_vec), (sigma_seq, vec) = best_of(
             [
-                lambda: estimate_sigma(net, X, y, n_splits=args.members, split_size=0.5, random_state=0),
+                lambda: estimate_sigma(net, X, y, n_subsets=args.members, train_size=0.5, random_state=0),
                 lambda: ensemble_vectors(net, X, y, subsets),
             ],
             1,
@@ -118,7 +118,7 @@ def main(argv=None):
         sigma_ens = np.sqrt(np.mean((vec - vec.mean(axis=0)) ** 2, axis=0))
         lines += [
             "",
-            f"MIPNoiseWrapper's sigma step, n_splits = {args.members} (split fits of {len(X) // 2} rows):",
+            f"MIPNoiseWrapper's sigma step, n_subsets = {args.members} (split fits of {len(X) // 2} rows):",
             "",
             "| path | seconds | ratio |",
             "|---|---|---|",

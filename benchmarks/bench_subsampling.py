@@ -9,7 +9,7 @@ Three parts, each printed as a table (and drawn when ``--plots`` is given):
 2. **Audit** (Figures 3-4, issue item 4): online LiRA (Carlini et al.) against
    ``DPLogisticRegression`` trained on a Poisson subsample at rate T of ``load_breast_cancer``,
    for a grid of (T, epsilon). Each row of the pool is a member of each of K models
-   independently with probability T -- exactly what ``SubsampledDPClassifier(sampling_rate=T)``
+   independently with probability T -- exactly what ``SubsampledDPClassifier(train_size=T)``
    does -- and every model is attacked with the others as references. Reports the best
    positive accuracy over Thudi's 40 quantile thresholds, its gain over the "always member"
    baseline (= T), and a Clopper-Pearson test (95%, Bonferroni over thresholds) of the
@@ -108,7 +108,7 @@ def _audit_cell(X, y, classes, T, eps, n_models, seed):
 
     learner = DPLogisticRegression(eps, classes=classes, **SETTINGS["breast_cancer"])
     # sampling="bernoulli": each row is a member with probability T, independently -- the
-    # Poisson subsample of SubsampledDPClassifier(sampling_rate=T), with membership known.
+    # Poisson subsample of SubsampledDPClassifier(train_size=T), with membership known.
     game = play_membership_game(learner, X, y, n_models=n_models, member_rate=T,
                                 sampling="bernoulli", random_state=seed)
     scores = lira_scores(game.signal, game.membership)
@@ -177,7 +177,7 @@ def bench_fixed_bound(rates, repeats, plots):
                 for r in range(repeats):
                     clf = SubsampledDPClassifier(
                         DPLogisticRegression(classes=classes, **SETTINGS[name]),
-                        sampling_rate=T, target_bound=target, random_state=10_000 * r + int(100 * T),
+                        train_size=T, target_bound=target, random_state=10_000 * r + int(100 * T),
                     ).fit(X_tr, y_tr)
                     accs.append(clf.score(X_te, y_te))
                 row.append((*_ci(accs), eps))

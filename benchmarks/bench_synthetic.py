@@ -54,7 +54,7 @@ from skmip.release.dp_baselines import (
 from skmip.exceptions import PrivacyWarning
 from skmip.audit.game import play_membership_game
 from skmip.audit.metrics import check_mip_bound, membership_advantage
-from skmip.params import _project_psd
+from skmip.params import nearest_psd as _project_psd
 from skmip.release.statistic import Statistic
 from skmip.release.gaussian import MIPGaussianSynthesizer, mean_and_covariance
 from skmip.audit.attacks.synthetic import closest_record_signal
@@ -131,7 +131,7 @@ def run_fig2(quick, out):
                     # printed one on purpose; both warnings are known here.
                     warnings.simplefilter("ignore", PrivacyWarning)
                     path = mip_noise_path(
-                        make(), X, etas=etas, moment=M, radius=radius, n_splits=n_splits,
+                        make(), X, etas=etas, moment=M, radius=radius, n_subsets=n_splits,
                         sigma_from="train", random_state=int(rng.integers(2**31)),
                     )
                 times.setdefault(f"MIP {v} M={M}", []).append(time.perf_counter() - t0)
@@ -306,7 +306,7 @@ def run_real(quick, out):
             for M, radius in ((2, "gamma"), (6, "gamma"), (6, "laplace")):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", PrivacyWarning)
-                    s = MIPGaussianSynthesizer(eta=eta, method="moments", moment=M, n_splits=n_splits,
+                    s = MIPGaussianSynthesizer(eta=eta, method="moments", moment=M, n_subsets=n_splits,
                                                radius=radius, random_state=int(rng.integers(2**31))).fit(Z_pool)
                 label = f"MIP eta={eta} M={M}" + (" (printed Laplace radius)" if radius == "laplace" else "")
                 rows.setdefault(label, []).append(_evaluate(s.mean_, s.covariance_, Z, Z_test, y_test, d_x, rng))
@@ -409,11 +409,11 @@ def run_audit(quick, out):
     configs = [
         ("MIPGaussianSynthesizer eta=0.1, coupling (exact bound)", MIPGaussianSynthesizer(eta=0.1, train_size=1.0), 0.1),
         ("MIPGaussianSynthesizer eta=0.1 M=2",
-         MIPGaussianSynthesizer(eta=0.1, method="moments", n_splits=n_splits, train_size=1.0), 0.1),
+         MIPGaussianSynthesizer(eta=0.1, method="moments", n_subsets=n_splits, train_size=1.0), 0.1),
         ("MIPGaussianSynthesizer eta=0.25 M=6",
-         MIPGaussianSynthesizer(eta=0.25, method="moments", moment=6, n_splits=n_splits, train_size=1.0), 0.25),
+         MIPGaussianSynthesizer(eta=0.25, method="moments", moment=6, n_subsets=n_splits, train_size=1.0), 0.25),
         ("MIPGaussianSynthesizer eta=0.1 M=6, printed Laplace radius",
-         MIPGaussianSynthesizer(eta=0.1, method="moments", moment=6, radius="laplace", n_splits=n_splits,
+         MIPGaussianSynthesizer(eta=0.1, method="moments", moment=6, radius="laplace", n_subsets=n_splits,
                                 train_size=1.0), 0.1),
         ("control: Gaussian without noise", _GaussianNoPrivacy(), 0.1),
         ("control: copies training records", CopyingSynthesizer(), 0.1),

@@ -31,7 +31,7 @@ def bench_path(n_splits, repeats, n_rounds):
     X, _, y, _ = _data("breast_cancer")
     est = LogisticRegression(C=0.1, max_iter=1000)
     for method in ("moments", "coupling"):
-        kw = dict(method=method, n_splits=n_splits, n_rounds=n_rounds)
+        kw = dict(method=method, n_subsets=n_splits, n_rounds=n_rounds)
         one, path = [], []
         for r in range(repeats):
             t = time.perf_counter()
@@ -44,7 +44,7 @@ def bench_path(n_splits, repeats, n_rounds):
         a, b = np.median(one), np.median(path)
         n_etas = len(ETAS) if method == "moments" else len([e for e in ETAS if e >= 0.2])
         print(f"mip_noise_path over {n_etas} etas vs one fit, method={method!r} "
-              f"(n_splits={n_splits}, n_rounds={n_rounds}, median of {repeats}):")
+              f"(n_subsets={n_splits}, n_rounds={n_rounds}, median of {repeats}):")
         print(f"  one fit {a:.3f} s, path {b:.3f} s, ratio {b / a:.2f}x (target <= 1.3x)")
 
 
@@ -62,7 +62,7 @@ def bench_utility(n_splits, repeats, datasets=("breast_cancer", "digits")):
             for r in range(repeats):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", PrivacyWarning)
-                    path = mip_noise_path(est, X_tr, y_tr, etas=ETAS, n_splits=n_splits,
+                    path = mip_noise_path(est, X_tr, y_tr, etas=ETAS, n_subsets=n_splits,
                                           method="moments", radius=radius, random_state=1000 + r)
                 scores[r] = [w.score(X_te, y_te) for w in path]
             acc[radius] = scores.mean(0)

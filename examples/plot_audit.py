@@ -33,8 +33,8 @@ with warnings.catch_warnings():
         audit = MIAttackScorer(model, attack="lira", n_models=8, random_state=0).fit(X, y)
         print(f"{name:<24} AUC={audit.roc_auc_:.3f} advantage={audit.advantage_:.3f} "
               f"bound={audit.bound_} holds={audit.bound_holds_}")
-        MIAttackDisplay.from_scores(audit.membership_, audit.scores_, eta=audit.bound_,
-                                    name=name, ax=ax)
+        MIAttackDisplay.from_predictions(audit.membership_, audit.scores_, eta=audit.bound_,
+                                         name=name, ax=ax)
 out = os.environ.get("SKMIP_EXAMPLES_OUT") or tempfile.mkdtemp()
 fig.savefig(os.path.join(out, "audit_roc.png"))
 print("figure written to", os.path.join(out, "audit_roc.png"))

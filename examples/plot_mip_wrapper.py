@@ -21,7 +21,7 @@ X_tr, X_te = scaler.transform(X_tr), scaler.transform(X_te)
 learner = LogisticRegression(C=0.1)
 print(f"{'model':<22} {'promise':>12} {'test accuracy':>14}")
 print(f"{'non-private':<22} {'none':>12} {learner.fit(X_tr, y_tr).score(X_te, y_te):>14.3f}")
-for method, extra in [("coupling", {"n_rounds": 150}), ("moments", {"n_splits": 32})]:
+for method, extra in [("coupling", {"n_rounds": 150}), ("moments", {"n_subsets": 32})]:
     # A fixed seed makes this example reproducible; never fix it for a real release.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)

@@ -17,6 +17,8 @@ __version__ = "0.2.0"
 # ``import skmip`` stays light; every entry is checked by tests/test_public_api.py.
 _EXPORTS = {
     "PrivacyWarning": "skmip.exceptions",
+    "Promise": "skmip.promise",
+    "stated_promise": "skmip.promise",
     "MIPNoiseWrapper": "skmip.defend",
     "MIPNoiseWrapperCV": "skmip.defend",
     "mip_noise_path": "skmip.defend",
@@ -44,7 +46,7 @@ _EXPORTS = {
     "PrivacyUtilityDisplay": "skmip.audit.display",
 }
 
-_SUBMODULES = ("exceptions", "utils", "bounds", "params", "calibration", "defend", "release",
+_SUBMODULES = ("exceptions", "utils", "promise", "bounds", "params", "calibration", "defend", "release",
     "audit", "app", "datasets", "nn",
 )
 

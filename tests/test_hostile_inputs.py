@@ -47,18 +47,18 @@ class Spec:
 _SCORER_DEFERS = "the scorer audits any estimator; the audited estimator validates the data"
 SPECS = {
     "MIPNoiseWrapper(moments)": Spec(
-        lambda: skmip.MIPNoiseWrapper(LogisticRegression(), method="moments", n_splits=4,
+        lambda: skmip.MIPNoiseWrapper(LogisticRegression(), method="moments", n_subsets=4,
                                       random_state=0),
         accepts_fit_params=True, accepts_sparse=True,
     ),
     "MIPNoiseWrapper(coupling)": Spec(
-        lambda: skmip.MIPNoiseWrapper(LogisticRegression(), method="coupling", n_splits=4,
+        lambda: skmip.MIPNoiseWrapper(LogisticRegression(), method="coupling",
                                       n_rounds=10, confidence=None, random_state=0),
         accepts_fit_params=True, accepts_sparse=True,
     ),
     "MIPNoiseWrapperCV": Spec(
         lambda: skmip.MIPNoiseWrapperCV(LogisticRegression(), etas=[0.3], cv=2, method="moments",
-                                        n_splits=4, random_state=0),
+                                        n_subsets=4, random_state=0),
         bad_param=("etas", [0.7]), accepts_fit_params=True, accepts_sparse=True,
     ),
     "SubsampledDPClassifier": Spec(
@@ -71,7 +71,7 @@ SPECS = {
         bounded_rows=True,
     ),
     "MIPGaussianSynthesizer": Spec(
-        lambda: skmip.MIPGaussianSynthesizer(n_splits=4, random_state=0), supervised=False,
+        lambda: skmip.MIPGaussianSynthesizer(n_subsets=4, random_state=0), supervised=False,
         use="sample",
     ),
     "MIPMarginalSynthesizer": Spec(
@@ -312,7 +312,7 @@ def test_features_too_large_for_the_solver_give_an_error_not_an_all_zero_model(m
     # 1e50 squares to 1e100: nothing overflows, but LogisticRegression's solver stops at its
     # starting point (coef 0) on every subset. That must not be released as a model.
     X, y = _data(SPECS["DPLogisticRegression"])
-    wrapper = skmip.MIPNoiseWrapper(LogisticRegression(), method=method, n_splits=4, n_rounds=10,
+    wrapper = skmip.MIPNoiseWrapper(LogisticRegression(), method=method, n_subsets=4, n_rounds=10,
                                     confidence=None, random_state=0)
     with pytest.raises(ValueError, match="MIPNoiseWrapper|estimate_swap_deltas") as info:
         _fit(wrapper, SPECS["MIPNoiseWrapper(moments)"], X * 1e50, y)

@@ -18,7 +18,7 @@ def data():
 
 def _fit_wrapper(data, random_state):
     X, y = data
-    MIPNoiseWrapper(LogisticRegression(), method="moments", n_splits=4,
+    MIPNoiseWrapper(LogisticRegression(), method="moments", n_subsets=4,
                     random_state=random_state).fit(X, y)
 
 

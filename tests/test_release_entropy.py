@@ -50,7 +50,7 @@ def test_mip_noise_wrapper_noise_and_dtrain(monkeypatch, data):
     roots = recorder(monkeypatch, mod, "resolve_rng")
     children = recorder(monkeypatch, mod, "spawn_generators")
     X, y = data
-    MIPNoiseWrapper(LogisticRegression(), eta=0.3, method="moments", n_splits=8, train_size=0.5).fit(X, y)
+    MIPNoiseWrapper(LogisticRegression(), eta=0.3, method="moments", n_subsets=8, train_size=0.5).fit(X, y)
     assert roots and children
     assert all(entropy_bits(g) > FULL for g in roots + children)
     # The noise streams are spawned children of the root, not default_rng(int).
@@ -65,7 +65,7 @@ def test_other_release_paths(monkeypatch, data, where):
         from skmip import SubsampledDPClassifier as make
 
         seen = recorder(monkeypatch, mod, "resolve_rng")
-        make(sampling_rate=0.5, epsilon=1.0).fit(X, y)
+        make(train_size=0.5, epsilon=1.0).fit(X, y)
     elif where == "dp_logistic":
         import skmip.defend.dp_logistic as mod
 
@@ -77,7 +77,7 @@ def test_other_release_paths(monkeypatch, data, where):
 
         seen = recorder(monkeypatch, mod, "resolve_rng")
         noise = recorder(monkeypatch, wrapper, "spawn_generators")
-        mod.MIPGaussianSynthesizer(eta=0.4, method="moments", n_splits=8).fit(X[:, :3]).sample(5)
+        mod.MIPGaussianSynthesizer(eta=0.4, method="moments", n_subsets=8).fit(X[:, :3]).sample(5)
         seen += noise
     else:
         import skmip.release.marginals as mod

@@ -313,7 +313,7 @@ class Skipped:
 
 def _mip_reason(est, method="auto"):
     from skmip.params import get_adapter
-    from skmip.defend._preprocessing import preprocessing_route
+    from skmip.defend.preprocessing import preprocessing_route
 
     if preprocessing_route(est, method, "auto") is not None:
         return None  # transformers fitted on D, the last step calibrated by coupling
@@ -387,7 +387,7 @@ def plan_rows(specs_and_defenses, options, n_features, n_classes, n_rows):
     specs_and_defenses : list of (EstimatorSpec, sequence of str or None)
         Each estimator with the defenses asked for it (``None``: all that apply).
     options : object
-        ``eta`` (list), ``mip_method``, ``n_rounds``, ``n_splits``, ``bound``,
+        ``eta`` (list), ``mip_method``, ``n_rounds``, ``n_subsets``, ``bound``,
         ``sampling_rate``, ``mu``, ``epsilon`` as parsed by the command line.
     n_features, n_classes : int
         Of the data (torch modules are built for them).
@@ -399,9 +399,6 @@ def plan_rows(specs_and_defenses, options, n_features, n_classes, n_rows):
     rows : list of AuditRow
     skipped : list of Skipped
     """
-    from skmip import MIPNoiseWrapper, SubsampledDPClassifier
-    from skmip.bounds import gaussian_tradeoff, mip_tpr_bound, mu_to_eta
-
     rows, skipped = [], []
     d, k = n_features, n_classes
     for spec, wanted in specs_and_defenses:
@@ -410,48 +407,9 @@ def plan_rows(specs_and_defenses, options, n_features, n_classes, n_rows):
         # The baseline row is always shown: a defense means nothing without it.
         rows.append(AuditRow(spec.name, "baseline", "none", lambda s=spec: s.make(d, k), "none"))
         if "mip" in asked:
-            reason = _mip_reason(est, options.mip_method)
-            if reason:
-                skipped.append(Skipped(spec.name, "mip", reason))
-            else:
-                for eta in options.eta:
-                    def make(eta=eta, s=spec):
-                        return MIPNoiseWrapper(
-                            s.make(d, k), eta=eta, n_splits=options.n_splits, method=options.mip_method,
-                            n_rounds=options.n_rounds, random_state=None,
-                        )
-
-                    def fitted(model, n=n_rows):
-                        # The promise of the model fitted for utility on the n pool rows, with
-                        # its own k (Definition 1's prior max(k/n, 1-k/n); 1/2 only for even n).
-                        eta = float(model.mip_bound_)
-                        return _mip_promise_text(eta, model.n_train_, n), eta, float(mip_tpr_bound(FPR, eta))
-
-                    k_planned = int(round(0.5 * n_rows))  # MIPNoiseWrapper's default train_size
-                    rows.append(AuditRow(
-                        spec.name, f"MIP eta={eta:g}", "mip", make,
-                        _mip_promise_text(eta, k_planned, n_rows),
-                        eta=eta, promised_tpr=float(mip_tpr_bound(FPR, eta)), fitted_promise=fitted,
-                    ))
+            _plan_mip(spec, est, options, d, k, n_rows, rows, skipped)
         if "subsampled-dp" in asked:
-            learner, what = _dp_learner(spec, est, d, k, options.sampling_rate, n_rows)
-            if learner is None:
-                skipped.append(Skipped(spec.name, "subsampled-dp", what))
-            else:
-                def make(s=spec, learner=learner):
-                    from sklearn.base import clone
-
-                    return SubsampledDPClassifier(
-                        clone(learner), sampling_rate=options.sampling_rate,
-                        target_bound=options.bound, random_state=None,
-                    )
-
-                label = f"subsampled DP T={options.sampling_rate:g}"
-                rows.append(AuditRow(
-                    spec.name, label, "subsampled-dp", make,
-                    f"MI positive accuracy <= {options.bound:g} (Thudi et al. Thm 3.3; {what})",
-                    sampling="bernoulli",
-                ))
+            _plan_subsampled_dp(spec, est, options, d, k, n_rows, rows, skipped)
         for key in ("gmip", "dp-sgd"):
             if key not in asked:
                 continue
@@ -459,42 +417,108 @@ def plan_rows(specs_and_defenses, options, n_features, n_classes, n_rows):
             if base is None:
                 skipped.append(Skipped(spec.name, key, reason))
                 continue
-            if key == "gmip":
-                mu = options.mu
-
-                def make(base=base, mu=mu):
-                    from skmip.nn import DPNeuralNetClassifier
-
-                    return DPNeuralNetClassifier(privacy="gmip", mu=mu, max_grad_norm=1.0, **base)
-
-                eta = float(mu_to_eta(mu))
-                bound = float(1.0 - gaussian_tradeoff(FPR, mu))
-                rows.append(AuditRow(
-                    spec.name, f"GMIP noisy SGD mu={mu:g}", "gmip", make,
-                    f"mu-GMIP (a CLT approximation, not a bound), mu={mu:g}: TPR ~ Phi(Phi^-1(FPR) + {mu:g}) = {bound:.3f} at 1% FPR, "
-                    f"accuracy <= {0.5 + eta:.3g} (Leemann et al. Def. 4.3, Thm 4.2)",
-                    eta=eta, mu=mu, promised_tpr=bound,
-                ))
-            else:
-                eps = options.epsilon
-
-                def make(base=base, eps=eps):
-                    from skmip.nn import DPNeuralNetClassifier
-
-                    return DPNeuralNetClassifier(privacy="dp", epsilon=eps, max_grad_norm=1.0, **base)
-
-                def fitted(model, eps=eps):
-                    eta = float(model.mip_bound_)
-                    promise = (
-                        f"({eps:g}, {model.delta_:.1e})-DP add/remove (Abadi et al., PLD accountant); "
-                        f"eta-MIP with eta = replace-one TV/2 = {eta:.3f} (PLD; Izzo et al. Def. 1, "
-                        f"skmip.bounds.profile_to_mip): TPR <= FPR + {2 * eta:.3f}"
-                    )
-                    return promise, eta, float(mip_tpr_bound(FPR, eta))
-
-                rows.append(AuditRow(
-                    spec.name, f"DP-SGD eps={eps:g}", "dp-sgd", make,
-                    f"({eps:g}, delta)-DP (Abadi et al.) => eta-MIP with eta = replace-one TV/2 (PLD accountant)",
-                    fitted_promise=fitted,
-                ))
+            rows.append(_gmip_row(spec, base, options) if key == "gmip" else _dp_sgd_row(spec, base, options))
     return rows, skipped
+
+
+def _plan_mip(spec, est, options, d, k, n_rows, rows, skipped):
+    """One MIPNoiseWrapper row per ``options.eta`` appended to ``rows``, or the reason to ``skipped``."""
+    from skmip import MIPNoiseWrapper
+    from skmip.bounds import mip_tpr_bound
+
+    reason = _mip_reason(est, options.mip_method)
+    if reason:
+        skipped.append(Skipped(spec.name, "mip", reason))
+        return
+    for eta in options.eta:
+        def make(eta=eta, s=spec):
+            return MIPNoiseWrapper(
+                s.make(d, k), eta=eta, n_subsets=options.n_subsets, method=options.mip_method,
+                n_rounds=options.n_rounds, random_state=None,
+            )
+
+        def fitted(model, n=n_rows):
+            # The promise of the model fitted for utility on the n pool rows, with
+            # its own k (Definition 1's prior max(k/n, 1-k/n); 1/2 only for even n).
+            eta = float(model.mip_bound_)
+            return _mip_promise_text(eta, model.n_train_, n), eta, float(mip_tpr_bound(FPR, eta))
+
+        k_planned = int(round(0.5 * n_rows))  # MIPNoiseWrapper's default train_size
+        rows.append(AuditRow(
+            spec.name, f"MIP eta={eta:g}", "mip", make,
+            _mip_promise_text(eta, k_planned, n_rows),
+            eta=eta, promised_tpr=float(mip_tpr_bound(FPR, eta)), fitted_promise=fitted,
+        ))
+
+
+def _plan_subsampled_dp(spec, est, options, d, k, n_rows, rows, skipped):
+    """The SubsampledDPClassifier row appended to ``rows``, or the reason to ``skipped``."""
+    from skmip import SubsampledDPClassifier
+
+    learner, what = _dp_learner(spec, est, d, k, options.sampling_rate, n_rows)
+    if learner is None:
+        skipped.append(Skipped(spec.name, "subsampled-dp", what))
+        return
+
+    def make(s=spec, learner=learner):
+        from sklearn.base import clone
+
+        return SubsampledDPClassifier(
+            clone(learner), train_size=options.sampling_rate,
+            target_bound=options.bound, random_state=None,
+        )
+
+    label = f"subsampled DP T={options.sampling_rate:g}"
+    rows.append(AuditRow(
+        spec.name, label, "subsampled-dp", make,
+        f"MI positive accuracy <= {options.bound:g} (Thudi et al. Thm 3.3; {what})",
+        sampling="bernoulli",
+    ))
+
+
+def _gmip_row(spec, base, options):
+    """The row of noisy SGD calibrated to mu-GMIP (Leemann et al.) on ``base``'s network."""
+    from skmip.bounds import gaussian_tradeoff, mu_to_eta
+
+    mu = options.mu
+
+    def make(base=base, mu=mu):
+        from skmip.nn import DPNeuralNetClassifier
+
+        return DPNeuralNetClassifier(privacy="gmip", mu=mu, max_grad_norm=1.0, **base)
+
+    eta = float(mu_to_eta(mu))
+    bound = float(1.0 - gaussian_tradeoff(FPR, mu))
+    return AuditRow(
+        spec.name, f"GMIP noisy SGD mu={mu:g}", "gmip", make,
+        f"mu-GMIP (a CLT approximation, not a bound), mu={mu:g}: TPR ~ Phi(Phi^-1(FPR) + {mu:g}) = {bound:.3f} at 1% FPR, "
+        f"accuracy <= {0.5 + eta:.3g} (Leemann et al. Def. 4.3, Thm 4.2)",
+        eta=eta, mu=mu, promised_tpr=bound,
+    )
+
+
+def _dp_sgd_row(spec, base, options):
+    """The row of DP-SGD at ``options.epsilon`` (Abadi et al.) on ``base``'s network."""
+    from skmip.bounds import mip_tpr_bound
+
+    eps = options.epsilon
+
+    def make(base=base, eps=eps):
+        from skmip.nn import DPNeuralNetClassifier
+
+        return DPNeuralNetClassifier(privacy="dp", epsilon=eps, max_grad_norm=1.0, **base)
+
+    def fitted(model, eps=eps):
+        eta = float(model.mip_bound_)
+        promise = (
+            f"({eps:g}, {model.delta_:.1e})-DP add/remove (Abadi et al., PLD accountant); "
+            f"eta-MIP with eta = replace-one TV/2 = {eta:.3f} (PLD; Izzo et al. Def. 1, "
+            f"skmip.bounds.profile_to_mip): TPR <= FPR + {2 * eta:.3f}"
+        )
+        return promise, eta, float(mip_tpr_bound(FPR, eta))
+
+    return AuditRow(
+        spec.name, f"DP-SGD eps={eps:g}", "dp-sgd", make,
+        f"({eps:g}, delta)-DP (Abadi et al.) => eta-MIP with eta = replace-one TV/2 (PLD accountant)",
+        fitted_promise=fitted,
+    )

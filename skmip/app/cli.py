@@ -13,12 +13,11 @@ it finished.
 ``--estimator`` audits what you run instead: an alias, an import path with parameters, or a
 pickled estimator (``--estimator-file``); :mod:`skmip.app.audit_plan` decides which defenses
 apply to it and says why the others do not. The table and the HTML report are written by
-:mod:`skmip.app.report`.
+:mod:`skmip.app.report`; the options are parsed by :mod:`skmip.app.options`.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -28,132 +27,18 @@ import warnings
 
 import numpy as np
 
-from skmip.app.audit_plan import ALIASES, DEFENSES, FPR, SHOWCASE, PlanError
+from skmip.app.audit_plan import ALIASES, FPR, SHOWCASE, PlanError
+from skmip.app.options import build_parser
 from skmip.app.report import NOTE, calibration_of, fit_warning_lines, format_table, format_warnings
 
 __all__ = ["main", "build_parser", "run", "format_table"]
 
 ESTIMATORS = ALIASES  # kept for scripts that read it
 MIN_ROWS = 40
-DEFAULT_DATASET = "german_credit"
 
 
 class CLIError(Exception):
     """A user error: printed as one line, exit code 2."""
-
-
-def build_parser() -> argparse.ArgumentParser:
-    from skmip.datasets import DATASETS
-
-    p = argparse.ArgumentParser(
-        prog="skmip",
-        description=(
-            "Audit a model and its membership-inference-private versions on real data: "
-            "utility, the strongest attack's success (named) and the promised bound, side by side. "
-            "With no --estimator: a neural network that leaks next to its GMIP noisy-SGD "
-            "version, and a logistic regression next to its coupling-calibrated MIP version."
-        ),
-    )
-    p.add_argument("--dataset", default=DEFAULT_DATASET,
-                   help=f"a bundled dataset ({', '.join(DATASETS)}) or a path to a CSV file with a "
-                        f"header (then --target is required; delimiter ',', ';' or tab, sniffed; a "
-                        f"UTF-8 byte-order mark is dropped). Default: {DEFAULT_DATASET}.")
-    p.add_argument("--target", help="label column of a CSV dataset")
-    p.add_argument("--categorical", action="append", metavar="COLUMN",
-                   help="CSV column of categories: one-hot encoded with the sorted values the file "
-                        "holds. Repeat for several.")
-    p.add_argument("--categories", action="append", metavar="COLUMN=A,B,...",
-                   help="CSV column of categories with its public category list (one-hot; a value "
-                        "outside the list is an error). Repeat for several.")
-    p.add_argument("--missing", choices=("fill", "keep"), default="fill",
-                   help="missing numeric cells of a CSV: fill (after standardising, set to 0, the "
-                        "column's mean over the file, and add a 0/1 column COLUMN=missing) or keep "
-                        "(pass NaN to the estimator, e.g. a Pipeline with SimpleImputer from "
-                        "--estimator-file, so the imputation is part of what is audited). Default: fill.")
-    p.add_argument("--estimator", action="append", metavar="NAME",
-                   help="model to audit; repeat for several. An alias: logreg (LogisticRegression, "
-                        "C=0.1) or mlp (one hidden layer of 64: a seeded skorch net when the torch "
-                        "extra is installed, else scikit-learn's MLPClassifier); or an import path, "
-                        "with parameters as scikit-learn prints them: "
-                        "'sklearn.ensemble.HistGradientBoostingClassifier(max_iter=200)'. "
-                        "The text is parsed, never evaluated: only subclasses of "
-                        "sklearn.base.BaseEstimator are constructed (checked on the class before "
-                        "any call), with literal arguments or nested estimator calls. "
-                        "Default: mlp and logreg with the defenses that fix them.")
-    p.add_argument("--param", action="append", metavar="NAME=VALUE",
-                   help="parameter of every --estimator (a Python literal; other text is a string), "
-                        "e.g. --param max_iter=200. Repeat for several.")
-    p.add_argument("--estimator-file", action="append", metavar="MODEL.pkl",
-                   help="a pickled unfitted classifier or Pipeline (pickle.dump or joblib.dump) to "
-                        "audit. Unpickling runs code from the file: only use files you trust.")
-    p.add_argument("--defense", choices=DEFENSES, action="append",
-                   help="defense(s) to audit; repeat for several: mip (MIPNoiseWrapper), "
-                        "subsampled-dp (SubsampledDPClassifier), dp-sgd and gmip (noisy SGD of a "
-                        "torch network). The baseline (none) is always shown. Default: every "
-                        "defense that applies to each estimator; the others are listed with the reason.")
-    p.add_argument("--eta", type=float, action="append",
-                   help="eta of the MIP defense; repeat for several. Default: 0.1 and 0.3 "
-                        "(0.3 in the no-argument run).")
-    p.add_argument("--mip-method", choices=("auto", "coupling", "moments"), default="auto",
-                   help="noise calibration of MIPNoiseWrapper: coupling (tight; logistic "
-                        "regression), moments (Izzo et al. Cor. 10, any model) or auto "
-                        "(coupling where it applies). Default: auto.")
-    p.add_argument("--n-rounds", type=int, default=150,
-                   help="rounds of swap distances for the coupling calibration (the wrapper's "
-                        "default for a release is 1000; fewer rounds need more noise and only "
-                        "allow larger eta). Default: 150.")
-    p.add_argument("--mu", type=float, default=1.0,
-                   help="mu of the GMIP noisy-SGD defense (Leemann et al.). Default: 1.")
-    p.add_argument("--epsilon", type=float, default=2.0,
-                   help="epsilon of the DP-SGD defense (delta = 1/(10 n)). Default: 2.")
-    p.add_argument("--bound", type=float, default=0.881,
-                   help="target positive-accuracy bound of the subsampled-DP defense "
-                        "(Thudi et al. Thm 3.3). Default: 0.881.")
-    p.add_argument("--sampling-rate", type=float, default=0.5,
-                   help="sampling rate of the subsampled-DP defense. Default: 0.5.")
-    p.add_argument("--attack", action="append", metavar="NAME",
-                   choices=("auto", *_attack_names()),
-                   help="attack to run on every row's membership game; repeat for several (the "
-                        "strongest at 1%% FPR is reported, named in the table's attack column, with "
-                        "the 95%% confidence statements Bonferroni-corrected for the choice). auto: "
-                        "every attack that applies (rmia, rmia_offline, lira, lira_offline, loss) on "
-                        "the same shadow models. Default: auto.")
-    p.add_argument("--n-models", type=int, default=16,
-                   help="models in each membership game (LiRA needs >= 4). Default: 16.")
-    p.add_argument("--n-splits", type=int, default=32,
-                   help="random subsets over which MIPNoiseWrapper measures the spread. Default: 32.")
-    p.add_argument("--n-samples", type=int, default=None,
-                   help="use a random subset of this many rows (quick runs on large data); a CSV "
-                        "file is subsampled while it is read, so memory follows the rows kept")
-    p.add_argument("--n-jobs", type=int, default=None,
-                   help="models of a membership game fitted in parallel (joblib processes; -1: all "
-                        "cores). Default: all cores for the MIP rows, where every model is a whole "
-                        "noise calibration; one process for the others, whose fits take less time "
-                        "than starting a worker.")
-    p.add_argument("--seed", type=int, default=0,
-                   help="seed of the audit (splits, games, and each model's seed in the game). "
-                        "Right for an audit, wrong for a release. Default: 0.")
-    p.add_argument("--synthesizer", action="append", metavar="NAME",
-                   help="audit a synthesizer of the dataset's records instead of a model; repeat for "
-                        "several: mip-marginal (MIPMarginalSynthesizer at each --eta), dp-marginal "
-                        "(DPMarginalSynthesizer at the equal promise), copying (a control that copies "
-                        "training records). Attacks: density ratio (DOMIAS), closest record, and the "
-                        "likelihood of the noisy marginals (docs/auditing.md, 'Auditing a synthesizer').")
-    p.add_argument("--bins", type=int, default=6,
-                   help="with --synthesizer: quantile bins of each numeric column (the records are "
-                        "categorical). Default: 6.")
-    p.add_argument("--json", metavar="OUT", help="also write the results as JSON to OUT")
-    p.add_argument("--report", metavar="OUT.html",
-                   help="also write a self-contained HTML report: the ROC curves of all rows on "
-                        "log-log axes with the promised bounds, and a privacy-utility plot")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
-    return p
-
-
-def _attack_names():
-    from skmip.audit.attacks import available_attacks
-
-    return available_attacks()
 
 
 class _LineWriter:
@@ -306,14 +191,9 @@ def run(args, say=print, on_row=None):
         The dataset, with ``skipped`` (the defenses that did not apply, and why),
         ``estimators`` (their names) and ``showcase`` (whether the default plan ran).
     """
-    from sklearn.base import clone
     from sklearn.model_selection import train_test_split
 
-    from skmip.utils.rng import fix_inner_random_state
-    from skmip.audit.attacks.suite import resolve_attacks
     from skmip.app.audit_plan import plan_rows
-    from skmip.exceptions import PrivacyWarning, TrainingFailedError
-    from skmip.audit.scoring import MIAttackScorer
 
     try:
         pairs, showcase = _parse_estimators(args)
@@ -346,84 +226,11 @@ def run(args, say=print, on_row=None):
     base = {}
     for i, plan in enumerate(plans, start=1):
         label = f"[{i}/{len(plans)}] {plan.estimator}: {plan.defense}"
-        say(f"{label}: fitting for utility")
-        with warnings.catch_warnings(record=True) as raised:
-            # Every warning of the fit for utility is kept for the row (the fit that stands for
-            # the release); the game's own fits are silenced below.
-            warnings.simplefilter("always", UserWarning)
-            warnings.filterwarnings("ignore", module="opacus")
-            try:
-                model = fix_inner_random_state(plan.make(), args.seed)
-                if not args.quiet and type(model).__module__.startswith("skmip.defend"):
-                    # A noise calibration takes minutes: its stages and rounds, with the time
-                    # left, are the progress of this step.
-                    model.set_params(verbose=1)
-                with contextlib.redirect_stdout(_LineWriter(say, f"{label}: ")):
-                    model.fit(X_pool, y_pool)
-            except Exception as exc:  # noqa: BLE001 - the user's estimator may raise anything
-                note = _missing_values_hint(exc, args) or f"{type(exc).__name__}: {exc}"
-                raise CLIError(f"{plan.estimator} ({plan.defense}): fitting failed: {note}") from None
-        fit_warnings = fit_warning_lines(raised)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", PrivacyWarning)
-            warnings.simplefilter("ignore", UserWarning)
-            warnings.filterwarnings("ignore", module="opacus")
+        model, fit_warnings = _fit_for_utility(plan, args, X_pool, y_pool, say, label)
+        with _game_warnings_silenced():
             utility = float(model.score(X_test, y_test))
-            say(f"{label}: membership game with {args.n_models} models "
-                f"(attack {attack if isinstance(attack, str) else ', '.join(attack)})")
-            audited = plan.make()
-            if "train_size" in audited.get_params():
-                # Exact audit of Definition 1: the game's random half is the wrapper's D_train.
-                audited = clone(audited).set_params(train_size=1.0)
-            n_jobs = args.n_jobs
-            if n_jobs is None:
-                n_jobs = -1 if plan.key == "mip" else 1
-            scorer = MIAttackScorer(
-                audited, attack=attack, metric="tpr_at_fpr", n_models=args.n_models, fpr=FPR,
-                sampling=plan.sampling, member_rate=0.5, random_state=args.seed, n_jobs=n_jobs,
-                verbose=0 if args.quiet else 1,
-            )
-            try:  # the named attacks must apply to this row's model (checked before any fit)
-                resolve_attacks(attack, audited, n_models=args.n_models, member_rate=0.5, owner="--attack")
-            except (TypeError, ValueError) as exc:
-                raise CLIError(f"{plan.estimator} ({plan.defense}): {exc}") from None
-            try:
-                # The scorer's per-model progress (with the time left) goes to our stream.
-                with contextlib.redirect_stdout(_LineWriter(say, f"{label}: ")):
-                    scorer.fit(X_pool, y_pool)
-            except TrainingFailedError as exc:
-                raise CLIError(f"{plan.estimator} ({plan.defense}): {exc}") from None
-        promise, eta, promised = plan.promise, plan.eta, plan.promised_tpr
-        if plan.fitted_promise is not None:
-            promise, eta, promised = plan.fitted_promise(model)
-        rows.append({
-            "estimator": plan.estimator,
-            "defense": plan.defense,
-            "promise": promise,
-            "test_accuracy": utility,
-            "auc": float(scorer.roc_auc_),
-            "tpr_at_1pct_fpr": float(scorer.tpr_at_fpr_),
-            "promised_tpr_at_1pct_fpr": promised,
-            "calibration": calibration_of(model) if plan.key != "none" else None,
-            "warnings": fit_warnings,
-            "advantage": float(scorer.advantage_),
-            "empirical_epsilon": float(scorer.empirical_epsilon_),
-            "positive_accuracy": float(scorer.positive_accuracy_),
-            "bound": None if scorer.bound_ is None else float(scorer.bound_),
-            "bound_holds": scorer.bound_holds_,
-            "attack": scorer.best_attack_,
-            "attacks": {
-                name: {"auc": float(r["roc_auc"]), "tpr_at_1pct_fpr": float(r["tpr_at_fpr"]),
-                       "empirical_epsilon": float(r["empirical_epsilon"]), "bound_holds": r["bound_holds"]}
-                for name, r in scorer.attack_results_.items()
-            },
-            "attack_confidence": float(scorer.attack_confidence_),
-            "training_issues": list(scorer.training_issues_),
-            "_eta": eta,
-            "_mu": plan.mu,
-            "_membership": scorer.membership_,
-            "_scores": scorer.scores_,
-        })
+            scorer = _membership_game(plan, args, attack, X_pool, y_pool, say, label)
+        rows.append(_row(plan, model, scorer, utility, fit_warnings))
         if plan.defense == "baseline":
             base[plan.estimator] = utility
         rows[-1]["accuracy_cost"] = base[plan.estimator] - utility if plan.estimator in base else None
@@ -433,6 +240,113 @@ def run(args, say=print, on_row=None):
         if on_row is not None:
             on_row(rows, bunch, len(plans))
     return rows, bunch
+
+
+def _fit_for_utility(plan, args, X_pool, y_pool, say, label):
+    """The row's model fitted on the pool, and the warnings its fit raised (it stands for the release)."""
+    from skmip.utils.rng import fix_inner_random_state
+
+    say(f"{label}: fitting for utility")
+    with warnings.catch_warnings(record=True) as raised:
+        # Every warning of the fit for utility is kept for the row (the fit that stands for
+        # the release); the game's own fits are silenced below.
+        warnings.simplefilter("always", UserWarning)
+        warnings.filterwarnings("ignore", module="opacus")
+        try:
+            model = fix_inner_random_state(plan.make(), args.seed)
+            if not args.quiet and type(model).__module__.startswith("skmip.defend"):
+                # A noise calibration takes minutes: its stages and rounds, with the time
+                # left, are the progress of this step.
+                model.set_params(verbose=1)
+            with contextlib.redirect_stdout(_LineWriter(say, f"{label}: ")):
+                model.fit(X_pool, y_pool)
+        except Exception as exc:  # noqa: BLE001 - the user's estimator may raise anything
+            note = _missing_values_hint(exc, args) or f"{type(exc).__name__}: {exc}"
+            raise CLIError(f"{plan.estimator} ({plan.defense}): fitting failed: {note}") from None
+    return model, fit_warning_lines(raised)
+
+
+@contextlib.contextmanager
+def _game_warnings_silenced():
+    """The membership game's fits repeat the fit for utility's warnings: silence them."""
+    from skmip.exceptions import PrivacyWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        warnings.filterwarnings("ignore", module="opacus")
+        yield
+
+
+def _membership_game(plan, args, attack, X_pool, y_pool, say, label):
+    """The row's membership game on the pool, scored by every attack asked for: the fitted scorer."""
+    from sklearn.base import clone
+
+    from skmip.audit.attacks.suite import resolve_attacks
+    from skmip.audit.scoring import MIAttackScorer
+    from skmip.exceptions import TrainingFailedError
+
+    say(f"{label}: membership game with {args.n_models} models "
+        f"(attack {attack if isinstance(attack, str) else ', '.join(attack)})")
+    audited = plan.make()
+    if plan.key == "mip" and "train_size" in audited.get_params():
+        # Exact audit of Definition 1: the game's random half is the wrapper's D_train.
+        # (SubsampledDPClassifier's train_size is its own Poisson rate T: kept.)
+        audited = clone(audited).set_params(train_size=1.0)
+    n_jobs = args.n_jobs
+    if n_jobs is None:
+        n_jobs = -1 if plan.key == "mip" else 1
+    scorer = MIAttackScorer(
+        audited, attack=attack, metric="tpr_at_fpr", n_models=args.n_models, fpr=FPR,
+        sampling=plan.sampling, member_rate=0.5, random_state=args.seed, n_jobs=n_jobs,
+        verbose=0 if args.quiet else 1,
+    )
+    try:  # the named attacks must apply to this row's model (checked before any fit)
+        resolve_attacks(attack, audited, n_models=args.n_models, member_rate=0.5, owner="--attack")
+    except (TypeError, ValueError) as exc:
+        raise CLIError(f"{plan.estimator} ({plan.defense}): {exc}") from None
+    try:
+        # The scorer's per-model progress (with the time left) goes to our stream.
+        with contextlib.redirect_stdout(_LineWriter(say, f"{label}: ")):
+            scorer.fit(X_pool, y_pool)
+    except TrainingFailedError as exc:
+        raise CLIError(f"{plan.estimator} ({plan.defense}): {exc}") from None
+    return scorer
+
+
+def _row(plan, model, scorer, utility, fit_warnings):
+    """One row of the table and of ``--json`` (private arrays under keys starting with ``_``)."""
+    promise, eta, promised = plan.promise, plan.eta, plan.promised_tpr
+    if plan.fitted_promise is not None:
+        promise, eta, promised = plan.fitted_promise(model)
+    return {
+        "estimator": plan.estimator,
+        "defense": plan.defense,
+        "promise": promise,
+        "test_accuracy": utility,
+        "auc": float(scorer.roc_auc_),
+        "tpr_at_1pct_fpr": float(scorer.tpr_at_fpr_),
+        "promised_tpr_at_1pct_fpr": promised,
+        "calibration": calibration_of(model) if plan.key != "none" else None,
+        "warnings": fit_warnings,
+        "advantage": float(scorer.advantage_),
+        "empirical_epsilon": float(scorer.empirical_epsilon_),
+        "positive_accuracy": float(scorer.positive_accuracy_),
+        "bound": None if scorer.bound_ is None else float(scorer.bound_),
+        "bound_holds": scorer.bound_holds_,
+        "attack": scorer.best_attack_,
+        "attacks": {
+            name: {"auc": float(r["roc_auc"]), "tpr_at_1pct_fpr": float(r["tpr_at_fpr"]),
+                   "empirical_epsilon": float(r["empirical_epsilon"]), "bound_holds": r["bound_holds"]}
+            for name, r in scorer.attack_results_.items()
+        },
+        "attack_confidence": float(scorer.attack_confidence_),
+        "training_issues": list(scorer.training_issues_),
+        "_eta": eta,
+        "_mu": plan.mu,
+        "_membership": scorer.membership_,
+        "_scores": scorer.scores_,
+    }
 
 
 def _public(rows):

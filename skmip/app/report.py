@@ -127,8 +127,8 @@ def _figures(rows):
     for i, r in enumerate(rows):
         color = colors[i % len(colors)]
         name = _label(r) + (f" ({r['attack']})" if r.get("attack") else "")
-        MIAttackDisplay.from_scores(r["_membership"], r["_scores"], name=name, ax=ax,
-                                    color=color, plot_chance_level=i == 0)
+        MIAttackDisplay.from_predictions(r["_membership"], r["_scores"], name=name, ax=ax,
+                                         color=color, plot_chance_level=i == 0)
         # The promise in the row's colour: the eta-MIP line TPR = FPR + 2 eta, or the
         # mu-GMIP curve, which is far tighter at low FPR (Leemann et al., Definition 4.3).
         mu, eta = r.get("_mu"), r.get("_eta")

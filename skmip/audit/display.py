@@ -11,6 +11,8 @@ plot, ``plot(ax=None)`` returns the display with ``ax_``, ``figure_`` and ``line
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -81,7 +83,7 @@ class MIAttackDisplay:
     >>> rng = np.random.default_rng(0)
     >>> member = rng.random(2000) < 0.5
     >>> scores = rng.normal(size=2000) + member
-    >>> disp = MIAttackDisplay.from_scores(member, scores, eta=0.2, name="toy")
+    >>> disp = MIAttackDisplay.from_predictions(member, scores, eta=0.2, name="toy")
     >>> disp.ax_.get_xscale(), disp.mip_line_ is not None
     ('log', True)
     """
@@ -156,9 +158,12 @@ class MIAttackDisplay:
         return self
 
     @classmethod
-    def from_scores(cls, membership: ArrayLike, scores: ArrayLike, *, eta=None, mu=None, name=None,
-                    ax=None, log_scale: bool = True, **kwargs):
+    def from_predictions(cls, membership: ArrayLike, scores: ArrayLike, *, eta=None, mu=None, name=None,
+                         ax=None, log_scale: bool = True, **kwargs):
         """Plot the ROC of attack ``scores`` against the true ``membership``.
+
+        The name is scikit-learn's (:meth:`sklearn.metrics.RocCurveDisplay.from_predictions`):
+        the truth, then the scores.
 
         Parameters
         ----------
@@ -184,6 +189,29 @@ class MIAttackDisplay:
         disp = cls(fpr=fpr, tpr=tpr, roc_auc=mi_roc_auc(membership, scores), eta=eta, mu=mu,
                    name=name, n_negatives=n_neg)
         return disp.plot(ax=ax, log_scale=log_scale, **kwargs)
+
+    @classmethod
+    def from_scores(cls, membership: ArrayLike, scores: ArrayLike, **kwargs):
+        """Deprecated name of :meth:`from_predictions` (renamed in 0.2, removed in 0.3).
+
+        Parameters
+        ----------
+        membership, scores : array_like
+            As in :meth:`from_predictions`.
+        **kwargs
+            As in :meth:`from_predictions`.
+
+        Returns
+        -------
+        MIAttackDisplay
+        """
+        warnings.warn(
+            "MIAttackDisplay.from_scores was renamed from_predictions (scikit-learn's name) in "
+            "skmip 0.2 and will be removed in 0.3; call MIAttackDisplay.from_predictions(membership, "
+            "scores, ...) instead.",
+            FutureWarning, stacklevel=2,
+        )
+        return cls.from_predictions(membership, scores, **kwargs)
 
     @classmethod
     def from_estimator(cls, estimator, X=None, y=None, *, attack="lira", n_models: int = 16,
@@ -229,8 +257,8 @@ class MIAttackDisplay:
             check = audit.bound_check_
             eta = audit.bound_ if check is not None and check.kind == "mip" else None
         label = name if name is not None else (audit.attack if isinstance(audit.attack, str) else repr(audit.attack_))
-        return cls.from_scores(audit.membership_, audit.scores_, eta=eta, mu=mu, name=label,
-                               ax=ax, log_scale=log_scale, **kwargs)
+        return cls.from_predictions(audit.membership_, audit.scores_, eta=eta, mu=mu, name=label,
+                                    ax=ax, log_scale=log_scale, **kwargs)
 
 
 class PrivacyUtilityDisplay:

@@ -2,8 +2,8 @@
 
 ``MIAttackScorer(estimator).fit(X, y)`` plays the membership game with clones of
 ``estimator`` on the pool ``(X, y)``, attacks every model with the others as references, and
-records the attack's ROC metrics and, when the estimator states a privacy bound, whether the
-measured ROC respects it. ``scorer(estimator, X, y)`` does the same with the estimator it is
+records the attack's ROC metrics and, when the estimator states a privacy bound (its
+``stated_promise()``, :mod:`skmip.promise`), whether the measured ROC respects it. ``scorer(estimator, X, y)`` does the same with the estimator it is
 given and returns one number, greater-is-better (the leakage negated), so it drops into
 ``GridSearchCV(..., scoring={"accuracy": ..., "mi": scorer})``.
 """
@@ -14,7 +14,6 @@ import copy
 import numbers
 import time
 import warnings
-from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
@@ -23,6 +22,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import get_tags
 from sklearn.utils.validation import validate_data
 
+from skmip.promise import Promise, stated_promise
 from skmip.utils.rows import n_rows
 from skmip.utils.validation import check_int, check_interval, check_n_jobs, check_option, check_sample_weight
 from skmip.audit.attacks.suite import bonferroni_confidence, resolve_attacks
@@ -39,6 +39,13 @@ from skmip.audit.metrics import (
 
 __all__ = ["MIAttackScorer", "make_mi_scorer", "StatedBound"]
 
+#: The promise type of :mod:`skmip.promise`, by its 0.1 name (the scorer reads every promise
+#: through :func:`skmip.promise.stated_promise`).
+StatedBound = Promise
+#: The reader the game applies to every fitted model (kept under its 0.1 name for
+#: :mod:`skmip.audit.synth_audit`).
+_stated_bound = stated_promise
+
 _OWNER = "MIAttackScorer"
 _METRICS = ("auc", "tpr_at_fpr", "advantage", "positive_accuracy", "empirical_epsilon")
 _SAMPLING = ("exact", "bernoulli")
@@ -48,60 +55,6 @@ _FITTED = (
     "positive_accuracy_", "empirical_epsilon_", "bound_", "bound_holds_", "bound_check_",
     "n_features_in_", "feature_names_in_",
 )
-
-
-@dataclass(frozen=True)
-class StatedBound:
-    """A privacy bound a fitted estimator states about itself.
-
-    Attributes
-    ----------
-    kind : {"mip", "positive_accuracy"}
-        ``"mip"``: eta-MIP (Izzo et al., Definition 1), ``value`` is eta. ``"positive_accuracy"``:
-        Thudi et al.'s Theorem 3.3 bound on ``P(member | attack says member)`` for the
-        estimator's own subsample, ``value`` the bound.
-    value : float
-        The stated number.
-    details : dict
-        What the scorer needs to translate the statement to its game: ``n_train`` (rows the
-        model was really trained on), and for positive-accuracy bounds ``epsilon``,
-        ``delta``, ``sampling_rate`` and ``min_tpr``.
-    """
-
-    kind: str
-    value: float
-    details: dict = field(default_factory=dict)
-
-
-def _stated_bound(estimator) -> StatedBound | None:
-    """The privacy bound a *fitted* estimator states, read in one place, or None.
-
-    ``MIPNoiseWrapper`` states ``mip_bound_`` (eta); ``SubsampledDPClassifier`` states
-    ``positive_accuracy_bound_`` together with ``epsilon_``, ``delta_`` and its
-    ``sampling_rate`` / ``min_tpr`` parameters. Anything else states nothing. An eta-MIP
-    estimator fitted with ``train_size=1.0`` promises nothing (``mip_bound_ = None``); its
-    ``target_eta_``, the eta its noise was calibrated to, is returned with
-    ``details["promised"] = False`` so that the game can still test the calibration.
-    """
-    n_train = getattr(estimator, "n_train_", None)
-    if hasattr(estimator, "mip_bound_"):
-        if estimator.mip_bound_ is None:
-            target = getattr(estimator, "target_eta_", None)
-            if target is None:
-                return None
-            return StatedBound("mip", float(target), {"n_train": n_train, "promised": False})
-        return StatedBound("mip", float(estimator.mip_bound_), {"n_train": n_train, "promised": True})
-    if hasattr(estimator, "positive_accuracy_bound_"):
-        params = estimator.get_params(deep=False) if hasattr(estimator, "get_params") else {}
-        details = {
-            "n_train": n_train,
-            "epsilon": getattr(estimator, "epsilon_", None),
-            "delta": getattr(estimator, "delta_", 0.0),
-            "sampling_rate": params.get("sampling_rate"),
-            "min_tpr": params.get("min_tpr"),
-        }
-        return StatedBound("positive_accuracy", float(estimator.positive_accuracy_bound_), details)
-    return None
 
 
 def _metric_name(metric):
@@ -224,11 +177,12 @@ class MIAttackScorer(BaseEstimator):
         (threshold chosen on half of the trials, certified on the other half): the largest
         over the attacks, each bound computed at ``attack_confidence_``.
     bound_ : float or None
-        The bound the estimator states, translated to the game: eta for an eta-MIP
-        estimator (``mip_bound_``), or the positive-accuracy bound for the game's members
-        (see Notes); None when it states none. For an eta-MIP estimator with
-        ``train_size=1.0``, which promises nothing, the eta its noise was calibrated to
-        (``target_eta_``): the check then tests the calibration, not a guarantee.
+        The bound the estimator states through its ``stated_promise()`` (the contract of
+        :mod:`skmip.promise`), translated to the game: eta for an eta-MIP estimator, or the
+        positive-accuracy bound for the game's members (see Notes); None when it states none.
+        For an eta-MIP estimator with ``train_size=1.0``, which promises nothing, the eta its
+        noise was calibrated to (a promise with ``promised=False``): the check then tests the
+        calibration, not a guarantee.
     bound_holds_ : bool or None
         False when some attack refutes ``bound_`` at ``confidence`` (each tested at
         ``attack_confidence_``); None when there is no bound or the game cannot test it.
@@ -380,7 +334,7 @@ class MIAttackScorer(BaseEstimator):
         game = play_membership_game(
             estimator, X, y, n_models=self.n_models, member_rate=self.member_rate,
             sampling=self.sampling, random_state=self.random_state, n_jobs=self.n_jobs,
-            verbose=self.verbose, fit_params=fit_params, inspect=_stated_bound,
+            verbose=self.verbose, fit_params=fit_params, inspect=stated_promise,
         )
         scores = {}
         for name, attack in attacks.items():

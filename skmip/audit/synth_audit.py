@@ -294,9 +294,9 @@ class SynthesizerAuditor(BaseEstimator):
 
     # ------------------------------------------------------------------ helpers
     def _resolve_attacks(self):
-        from skmip.release.marginals import _MarginalSynthesizer
+        from skmip.release.marginals import DPMarginalSynthesizer, MIPMarginalSynthesizer
 
-        marginal = isinstance(self.synthesizer, _MarginalSynthesizer)
+        marginal = isinstance(self.synthesizer, (MIPMarginalSynthesizer, DPMarginalSynthesizer))
         if isinstance(self.attacks, str) and self.attacks == "auto":
             names = [a for a in _AUTO if a != "marginal_likelihood" or marginal]
             return [get_synthetic_attack(a) for a in names]
@@ -415,6 +415,23 @@ class SynthesizerAuditor(BaseEstimator):
         names = [a.name for a in attacks]
         scores = {name: np.vstack([o[0][name] for o in outcomes]) for name in names}
         stated = [o[1] for o in outcomes if o[1] is not None]
+        fitted = {
+            **self._summarise(members, scores, stated, fprs),
+            "n_synthetic_": n_synthetic,
+            "n_features_in_": probe.n_features_in_,
+        }
+        if hasattr(probe, "feature_names_in_"):
+            fitted["feature_names_in_"] = probe.feature_names_in_
+        for name in _FITTED:
+            self.__dict__.pop(name, None)
+        self.__dict__.update(fitted)
+        self._log(f"done in {time.perf_counter() - start:.1f} s; strongest attack {self.attack_}: "
+                  f"advantage {self.advantage_:.3f}")
+        return self
+
+    def _summarise(self, members, scores, stated, fprs):
+        """The fitted attributes that read the game: each attack's metrics, the strongest, the promise."""
+        names = list(scores)
         eta = max(b.value for b in stated) if stated else None
         promised = None if not stated else all(b.details.get("promised", True) for b in stated)
         level = 1.0 - (1.0 - self.confidence) / len(names)
@@ -432,7 +449,7 @@ class SynthesizerAuditor(BaseEstimator):
         strongest = max(names, key=lambda a: results[a].advantage)
         checks = [r.bound_check for r in results.values() if r.bound_check is not None]
         worst = max(checks, key=lambda c: c.margin) if checks else None
-        fitted = {
+        return {
             "membership_": members,
             "scores_": scores,
             "attacks_": names,
@@ -446,17 +463,7 @@ class SynthesizerAuditor(BaseEstimator):
             "bound_promised_": promised,
             "bound_holds_": None if worst is None else bool(all(c.holds for c in checks)),
             "bound_check_": worst,
-            "n_synthetic_": n_synthetic,
-            "n_features_in_": probe.n_features_in_,
         }
-        if hasattr(probe, "feature_names_in_"):
-            fitted["feature_names_in_"] = probe.feature_names_in_
-        for name in _FITTED:
-            self.__dict__.pop(name, None)
-        self.__dict__.update(fitted)
-        self._log(f"done in {time.perf_counter() - start:.1f} s; strongest attack {strongest}: "
-                  f"advantage {self.advantage_:.3f}")
-        return self
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -7,7 +7,12 @@ estimators and the scorer use. One submodule per paper or idea:
 - :mod:`skmip.bounds.mip` — Izzo et al. (MIP noise constant, DP <-> MIP, TPR bound).
 - :mod:`skmip.bounds.empirical` — Clopper--Pearson intervals, empirical DP epsilon, eta-MIP ROC check.
 - :mod:`skmip.bounds.subsampling` — Thudi et al. (MI positive accuracy under subsampling + DP, unlearning).
-- :mod:`skmip.bounds.coupling` — the coupling bound on the MIP level of Gaussian noise, with confidence.
+- :mod:`skmip.bounds.coupling` — the coupling bound on the MIP level of Gaussian noise, with confidence
+  (its parts: :mod:`~skmip.bounds.coupling_draws`, the per-draw values and their Jensen bounds;
+  :mod:`~skmip.bounds.bernstein`, Maurer & Pontil's terms; :mod:`~skmip.bounds.coupling_scale`,
+  the calibrated noise scale).
+- :mod:`skmip.bounds.gmip` — Leemann et al. (mu-GMIP of noisy SGD), over
+  :mod:`skmip.bounds.gdp` (the Gaussian trade-off, mu-GDP's composition and conversions).
 - :mod:`skmip.bounds.betting` — confidence bounds on bounded means by betting (Waudby-Smith & Ramdas).
 - :mod:`skmip.bounds.accounting` — rigorous DP-SGD accounting (privacy loss distributions).
 

@@ -40,7 +40,7 @@ from skmip.utils.validation import (
 from skmip.bounds.mip import mip_noise_constant
 from skmip.exceptions import PrivacyWarning, check_privacy_seed
 
-__all__ = ["sample_mip_noise", "mip_noise_logpdf", "mip_norm", "sample_gaussian_noise"]
+__all__ = ["MIPNoiseLaw", "sample_mip_noise", "mip_noise_logpdf", "mip_norm", "sample_gaussian_noise"]
 
 _RADII = ("gamma", "laplace")
 
@@ -72,19 +72,6 @@ def _check_sigma(owner, sigma):
             "M-th central moment of parameter i over random training subsets."
         )
     return arr, arr > 0
-
-
-
-
-def _check_common(owner, sigma, eta, moment, radius):
-    sigma, active = _check_sigma(owner, sigma)
-    eta = check_eta(owner, eta)
-    moment = check_moment(owner, moment)
-    radius = check_option(
-        owner, "radius", radius, _RADII,
-        why="'gamma' gives Theorem 9's density; 'laplace' is Corollary 10 as printed.",
-    )
-    return sigma, active, eta, moment, radius
 
 
 def _laplace_warning(owner, d):
@@ -223,7 +210,7 @@ def _draw_radius(radius, d, c, rng, n):
 
 
 def _draw_mip_noise(sigma, active, eta, moment, radius, rng, n):
-    """Noise rows ``(n, D)`` for validated inputs; no warnings (used by the exact audits)."""
+    """Noise rows ``(n, D)`` for validated inputs; no warnings."""
     out = np.zeros((n, sigma.size))
     d = int(active.sum())
     if d == 0:
@@ -360,15 +347,14 @@ def sample_mip_noise(
     True
     """
     owner = "sample_mip_noise"
-    sigma, active, eta, moment, radius = _check_common(owner, sigma, eta, moment, radius)
+    law = MIPNoiseLaw(sigma, eta=eta, moment=moment, radius=radius, owner=owner)
     n = 1 if n_samples is None else check_int(owner, "n_samples", n_samples, 1, None)
     if isinstance(random_state, (numbers.Integral, np.random.SeedSequence)):
         check_privacy_seed(owner, random_state)
     rng = resolve_rng(random_state)
-    d = int(active.sum())
-    if radius == "laplace" and d > 1:
-        _laplace_warning(owner, d)
-    out = _draw_mip_noise(sigma, active, eta, moment, radius, rng, n)
+    if law.radius == "laplace" and law.dim > 1:
+        _laplace_warning(owner, law.dim)
+    out = law.sample(n, rng)
     return out[0] if n_samples is None else out
 
 
@@ -448,10 +434,109 @@ def mip_noise_logpdf(
     -inf
     """
     owner = "mip_noise_logpdf"
-    sigma, active, eta, moment, radius = _check_common(owner, sigma, eta, moment, radius)
-    rows, single = _as_rows(owner, x, sigma.size)
-    out = _logpdf_rows(rows, sigma, active, eta, moment, radius)
+    law = MIPNoiseLaw(sigma, eta=eta, moment=moment, radius=radius, owner=owner)
+    rows, single = _as_rows(owner, x, law.sigma.size)
+    out = law.logpdf(rows)
     return float(out[0]) if single else out
+
+
+# --------------------------------------------------------------------------- the law
+
+
+class MIPNoiseLaw:
+    r"""The MIP noise law of Theorem 9 / Corollary 10 for fixed parameters: sampler and density.
+
+    The validated law behind :func:`sample_mip_noise` and :func:`mip_noise_logpdf`, for code
+    that draws or evaluates it many times -- the exact Bayes-optimal attacker
+    (:func:`skmip.audit.attacks.bayes.exact_mip_advantage`) audits the noise through it.
+
+    Parameters
+    ----------
+    sigma : array_like of shape (D,)
+        Per-parameter scales, finite and >= 0; coordinates with ``sigma_i == 0`` get no noise.
+    eta : float
+        MIP level in (0, 0.5].
+    moment : float, default=2
+        The order :math:`M \ge 2`.
+    radius : {"gamma", "laplace"}, default="gamma"
+        The radius law (see :func:`sample_mip_noise`).
+    owner : str, default="MIPNoiseLaw"
+        The name error messages start with (the public function the caller was given).
+
+    Attributes
+    ----------
+    sigma, active : ndarray of shape (D,)
+        The validated scales, and ``sigma > 0`` (the coordinates that receive noise).
+    eta, moment, radius
+        The validated parameters.
+    dim : int
+        :math:`d`, the number of noised coordinates.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`sample_mip_noise`.
+
+    Notes
+    -----
+    Unlike :func:`sample_mip_noise`, :meth:`sample` emits no warning (neither for the printed
+    Laplace radius nor for a seeded generator): it is meant for audits and simulations, where
+    the generator is the caller's, not for a release. Izzo et al., Theorem 9, Corollary 10.
+
+    Examples
+    --------
+    >>> law = MIPNoiseLaw([1.0, 0.0], eta=0.1)
+    >>> x = law.sample(3, np.random.default_rng(0))
+    >>> x.shape, law.dim, bool(np.all(x[:, 1] == 0))
+    ((3, 2), 1, True)
+    >>> np.allclose(law.logpdf(x), mip_noise_logpdf(x, [1.0, 0.0], eta=0.1))
+    True
+    """
+
+    def __init__(self, sigma: ArrayLike, *, eta: float, moment: float = 2, radius: str = "gamma",
+                 owner: str = "MIPNoiseLaw"):
+        self.sigma, self.active = _check_sigma(owner, sigma)
+        self.eta = check_eta(owner, eta)
+        self.moment = check_moment(owner, moment)
+        self.radius = check_option(
+            owner, "radius", radius, _RADII,
+            why="'gamma' gives Theorem 9's density; 'laplace' is Corollary 10 as printed.",
+        )
+        self.dim = int(self.active.sum())
+
+    def __repr__(self):
+        return (f"MIPNoiseLaw(D={self.sigma.size}, d={self.dim}, eta={self.eta:g}, "
+                f"moment={self.moment:g}, radius={self.radius!r})")
+
+    def sample(self, n_samples: int, rng: np.random.Generator) -> np.ndarray:
+        """``n_samples`` noise rows of shape ``(n_samples, D)`` drawn with ``rng``; no warnings.
+
+        Parameters
+        ----------
+        n_samples : int
+            Number of rows.
+        rng : numpy.random.Generator
+            The source of randomness.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, D)
+        """
+        return _draw_mip_noise(self.sigma, self.active, self.eta, self.moment, self.radius, rng, n_samples)
+
+    def logpdf(self, x: ArrayLike) -> np.ndarray:
+        """Unnormalised log-density of each row of ``x`` (see :func:`mip_noise_logpdf`).
+
+        Parameters
+        ----------
+        x : ndarray of shape (m, D)
+
+        Returns
+        -------
+        ndarray of shape (m,)
+        """
+        return _logpdf_rows(np.asarray(x, dtype=np.float64), self.sigma, self.active, self.eta,
+                            self.moment, self.radius)
 
 
 # --------------------------------------------------------------------------- Gaussian noise

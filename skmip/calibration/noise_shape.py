@@ -44,9 +44,9 @@ from skmip.utils.rows import n_rows
 from skmip.utils.validation import check_int
 from skmip.params import get_adapter
 
-from skmip.calibration.losses.registry import get_smooth_loss
-from skmip.calibration.swap.polish import SolverFits, _regulariser_hessian
-from skmip.calibration.swap.rounds import _resolve_k
+# The loss registry and the swap engines' fitters are imported where they are used: the swap
+# package re-exports this module's functions, and a fresh interpreter that entered skmip here
+# would otherwise meet the package (and, through it, the registry) half-initialised.
 
 _OWNER = "design_noise_factor"
 #: Relative floor of the eigenvalues that define the shape (a direction no record moves
@@ -80,6 +80,8 @@ def _influence_vectors(fitted, loss, Xd, y, sample_weight, k, size):
     :math:`(\mathbf{H}_{data} + P)/n`, block-diagonal in the adapter's layout: the
     regulariser prices a direction that no record's loss curves along.
     """
+    from skmip.calibration.swap.polish import _regulariser_hessian
+
     n = Xd.shape[0]
     rows = np.arange(n)
     V = np.zeros((n, size))
@@ -227,6 +229,10 @@ def design_noise_factor(
     >>> L.shape, bool(np.allclose(L, np.tril(L)))
     ((31, 31), True)
     """
+    from skmip.calibration.losses.registry import get_smooth_loss
+    from skmip.calibration.swap.polish import SolverFits
+    from skmip.calibration.swap.rounds import _resolve_k
+
     loss = get_smooth_loss(estimator)
     if loss is None:
         raise TypeError(

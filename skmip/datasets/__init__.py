@@ -213,72 +213,26 @@ def load_csv(path: str, target: str, *, categorical=(), categories=None, n_sampl
     categories = {} if categories is None else {str(k): list(v) for k, v in categories.items()}
     categorical = [str(c) for c in categorical]
     header, numbered, delimiter = read_csv_rows(path, n_samples=n_samples, random_state=random_state)
-    if header is None or not numbered:
-        found = 0 if header is None else 1
-        raise ValueError(f"{path}: needs a header row and at least one data row; found {found} row(s).")
-    header = [h.strip() for h in header]
-    if target not in header:
-        raise ValueError(
-            f"{path}: no column named {target!r}; columns are {header} (delimiter {delimiter!r}). "
-            "Pass --target COLUMN."
-        )
-    for name in [*categorical, *categories]:
-        if name not in header or name == target:
-            raise ValueError(
-                f"{path}: categorical column {name!r} is not a feature column of the file; "
-                f"feature columns are {[h for h in header if h != target]}."
-            )
+    header = _checked_header(path, header, numbered, delimiter, target, [*categorical, *categories])
     t = header.index(target)
     lines = [line for line, _ in numbered]
     body = [row for _, row in numbered]
     del numbered
-    for i, row in zip(lines, body):
-        if len(row) != len(header):
-            raise ValueError(f"{path}: row {i} has {len(row)} fields but the header has {len(header)}.")
-        if _is_missing(row[t]):
-            raise ValueError(
-                f"{path}: row {i} has no label in column {target!r}; drop unlabelled rows first "
-                "(a classifier cannot train or be scored on them)."
-            )
+    _check_rows(path, header, lines, body, t, target)
     blocks, names, used, missing, text_columns = [], [], {}, {}, {}
     for j, name in enumerate(header):
         if j == t:
             continue
         cells = [row[j].strip() for row in body]
         if name in categories or name in categorical:
-            if name in categories:
-                cats = [str(c) for c in categories[name]]
-                for i, c in zip(lines, cells):
-                    if not _is_missing(c) and c not in cats:
-                        raise ValueError(
-                            f"{path}: column {name!r} row {i} has the value {c!r}, which is not in its "
-                            f"category list {cats}; add it to the list (--categories {name}=...)."
-                        )
-            else:
-                cats = sorted({c for c in cells if not _is_missing(c)})
-            index = {c: k for k, c in enumerate(cats)}
-            block = np.zeros((len(cells), len(cats)))
-            for i, c in enumerate(cells):
-                if c in index:  # a missing cell stays an all-zero row
-                    block[i, index[c]] = 1.0
+            block, used[name] = _one_hot_column(path, name, cells, lines, categories.get(name))
             blocks.append(block)
-            names += [f"{name}={c}" for c in cats]
-            used[name] = cats
+            names += [f"{name}={c}" for c in used[name]]
             continue
-        column = np.empty(len(cells))
-        for i, c in enumerate(cells):
-            if _is_missing(c):
-                column[i] = np.nan
-                continue
-            try:
-                column[i] = float(c)
-            except ValueError:
-                text_columns[name] = (lines[i], c)  # reported with every other such column
-                break
-        if name in text_columns:
+        column, text = _numeric_column(path, name, cells, lines)
+        if text is not None:
+            text_columns[name] = text  # reported with every other such column
             continue
-        if not np.isfinite(column[~np.isnan(column)]).all():
-            raise ValueError(f"{path}: column {name!r} holds infinite values; replace them first.")
         if np.isnan(column).any():
             missing[name] = int(np.isnan(column).sum())
         blocks.append(column[:, None])
@@ -292,6 +246,74 @@ def load_csv(path: str, target: str, *, categorical=(), categories=None, n_sampl
         data=data, target=y, feature_names=names, target_names=sorted(set(labels)),
         description=f"CSV file {path}", categories=used, missing=missing,
     )
+
+
+def _checked_header(path, header, numbered, delimiter, target, declared):
+    """The header's stripped names, after checking the file has rows, ``target`` and ``declared``."""
+    if header is None or not numbered:
+        found = 0 if header is None else 1
+        raise ValueError(f"{path}: needs a header row and at least one data row; found {found} row(s).")
+    header = [h.strip() for h in header]
+    if target not in header:
+        raise ValueError(
+            f"{path}: no column named {target!r}; columns are {header} (delimiter {delimiter!r}). "
+            "Pass --target COLUMN."
+        )
+    for name in declared:
+        if name not in header or name == target:
+            raise ValueError(
+                f"{path}: categorical column {name!r} is not a feature column of the file; "
+                f"feature columns are {[h for h in header if h != target]}."
+            )
+    return header
+
+
+def _check_rows(path, header, lines, body, t, target):
+    """Every row has the header's number of fields and a label."""
+    for i, row in zip(lines, body):
+        if len(row) != len(header):
+            raise ValueError(f"{path}: row {i} has {len(row)} fields but the header has {len(header)}.")
+        if _is_missing(row[t]):
+            raise ValueError(
+                f"{path}: row {i} has no label in column {target!r}; drop unlabelled rows first "
+                "(a classifier cannot train or be scored on them)."
+            )
+
+
+def _one_hot_column(path, name, cells, lines, given):
+    """A categorical column one-hot encoded, and its categories: ``given``, or the sorted values held."""
+    if given is not None:
+        cats = [str(c) for c in given]
+        for i, c in zip(lines, cells):
+            if not _is_missing(c) and c not in cats:
+                raise ValueError(
+                    f"{path}: column {name!r} row {i} has the value {c!r}, which is not in its "
+                    f"category list {cats}; add it to the list (--categories {name}=...)."
+                )
+    else:
+        cats = sorted({c for c in cells if not _is_missing(c)})
+    index = {c: k for k, c in enumerate(cats)}
+    block = np.zeros((len(cells), len(cats)))
+    for i, c in enumerate(cells):
+        if c in index:  # a missing cell stays an all-zero row
+            block[i, index[c]] = 1.0
+    return block, cats
+
+
+def _numeric_column(path, name, cells, lines):
+    """The column as floats (NaN where missing), or ``(None, (line, value))`` at its first text cell."""
+    column = np.empty(len(cells))
+    for i, c in enumerate(cells):
+        if _is_missing(c):
+            column[i] = np.nan
+            continue
+        try:
+            column[i] = float(c)
+        except ValueError:
+            return None, (lines[i], c)
+    if not np.isfinite(column[~np.isnan(column)]).all():
+        raise ValueError(f"{path}: column {name!r} holds infinite values; replace them first.")
+    return column, None
 
 
 def _undeclared_text_columns(path, text_columns):

@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from skmip.bounds import coupling_noise_scale, mip_noise_constant
-from skmip.calibration.noise_laws import sample_gaussian_noise, sample_mip_noise
+from skmip.calibration import noise_laws
+from skmip.calibration.noise_laws import sample_mip_noise
 
 METHODS = ("auto", "coupling", "moments")
 
@@ -29,11 +30,11 @@ def resolve_method(method, estimator, params):
     if method != "auto":
         return method
     from skmip.calibration.swap import get_smooth_loss
-    from skmip.defend._preprocessing import preprocessing_route
+    from skmip.defend.preprocessing import preprocessing_route
     from skmip.defend.synthetic_route import SYNTHETIC, has_parameter_adapter
 
     # A pipeline whose last step has a smooth loss: its transformers are fitted on D and the
-    # last step is calibrated by coupling (skmip.defend._preprocessing), adapter or not.
+    # last step is calibrated by coupling (skmip.defend.preprocessing), adapter or not.
     if preprocessing_route(estimator, method, params) is not None:
         return "coupling"
     if params == "auto" and not has_parameter_adapter(estimator, params):
@@ -100,7 +101,9 @@ class CouplingNoise:
 
     def draw(self, eta, rng):
         cal = self._calibrations[eta]
-        noise = sample_gaussian_noise(self.scale, cal.noise_scale, random_state=rng)
+        # Drawn through the public noise law, looked up at the draw: the exact audit observes
+        # it there (skmip.audit.attacks.exact_audit.capture_gaussian_noise).
+        noise = noise_laws.sample_gaussian_noise(self.scale, cal.noise_scale, random_state=rng)
         return noise, {
             "noise_scale_": float(cal.noise_scale),
             "noise_scale_point_": float(cal.noise_scale_point),

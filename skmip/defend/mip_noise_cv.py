@@ -29,25 +29,21 @@ from skmip.exceptions import (
     check_privacy_seed,
     warn_no_promise_on_given_subset,
 )
+from skmip.promise import MIPPromiseMixin
 from skmip.defend._delegate import ReleasedModelMixin, _released_has
-from skmip.defend.mip_noise import (
-    MIPNoiseWrapper,
-    check_classes,
-    mip_noise_path,
-    validate_calibration_params,
-    validate_input,
-)
+from skmip.defend._input import check_classes, validate_input
+from skmip.defend._noise_method import METHODS
+from skmip.defend._parameters import DEPRECATED, SHARED, fill_parameters, validate_shared
+from skmip.defend.mip_noise import MIPNoiseWrapper, mip_noise_path
 
 __all__ = ["MIPNoiseWrapperCV"]
 
 _OWNER = "MIPNoiseWrapperCV"
 
-#: The MIPNoiseWrapper parameters this class passes through unchanged (all but eta and
-#: random_state, which it resolves itself).
-_WRAPPER_PARAMS = (
-    "moment", "n_splits", "train_size", "method", "confidence", "n_rounds", "noise_shape",
-    "radius", "sigma_from", "params", "n_jobs", "verbose",
-)
+#: The MIPNoiseWrapper parameters this class passes to every wrapper it fits: the shared
+#: table's, but random_state (one seed per fold, resolved here) and the deprecated n_splits
+#: (resolved here into n_subsets).
+_FORWARDED = tuple(p.name for p in SHARED if p.name not in ("random_state", "n_splits"))
 _SELECTIONS = ("one_se", "best")
 
 
@@ -56,7 +52,7 @@ def _can_score(search):
     return search.refit and (search.scoring is not None or _released_has("score")(search))
 
 
-class MIPNoiseWrapperCV(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
+class MIPNoiseWrapperCV(MIPPromiseMixin, ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
     """:class:`MIPNoiseWrapper` with eta chosen by cross-validation on the privacy-utility frontier.
 
     For each fold, the noise is calibrated **once** on the fold's training part and drawn for
@@ -66,6 +62,13 @@ class MIPNoiseWrapperCV(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
     :class:`MIPNoiseWrapper` at ``eta_`` is fitted on all the data and released
     (``best_estimator_``; its noised model is ``estimator_``). With 5 folds and 4 etas this
     is 6 calibrations where ``GridSearchCV(MIPNoiseWrapper(...), {"eta": etas})`` runs 21.
+
+    The parameters of the search come first (``etas``, ``cv``, ``scoring``, ``selection``,
+    ``refit``); then :class:`MIPNoiseWrapper`'s, with the same defaults, meaning and
+    groups, passed to every wrapper fitted (each fold's calibration and the refit): the
+    common ones, then the **coupling calibration**'s (``confidence``, ``n_rounds``,
+    ``noise_shape``), then the **moments calibration**'s (``moment``, ``n_subsets``,
+    ``radius``, ``sigma_from``).
 
     Parameters
     ----------
@@ -86,27 +89,23 @@ class MIPNoiseWrapperCV(ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
         scores on privacy). ``"best"``: the eta with the best mean score (the smallest on a
         tie). A float ``min_score``: the smallest eta whose mean score is at least
         ``min_score``; an error when none is.
-    moment, n_splits, train_size, method, confidence, n_rounds, noise_shape, radius, sigma_from, params : \
-see MIPNoiseWrapper
-        Passed to every :class:`MIPNoiseWrapper` fit (each fold's calibration and the refit),
-        with the same defaults and meaning.
-    random_state : None, int, numpy Generator or RandomState, default=None
-        Source of the folds' and the refit's randomness. ``None`` gives every calibration
-        fresh OS entropy, the only setting under which the released noise is secret; a fixed
-        value draws one seed per fold and one for the refit up front (results do not depend
-        on ``n_jobs``) and emits a :class:`~skmip.exceptions.PrivacyWarning`. It does not
-        shuffle the folds: pass a splitter to ``cv`` for that.
-    n_jobs : int, default=None
-        Parallel jobs (joblib) for each calibration's subset fits and rounds; ``None`` means
-        1 unless in a joblib context, where ``joblib.parallel_config(backend="dask")`` spreads
-        them over a cluster. The folds run one after another, each over all jobs: a
-        calibration has hundreds of independent rounds that balance over any number of
-        workers, while 5 folds over 2 workers would leave one idle a third of the time.
-    verbose : int, default=0
-        Print a line per fold when > 0; > 1 also prints each calibration's progress.
     refit : bool, default=True
         Fit and release a :class:`MIPNoiseWrapper` at ``eta_`` on all the data. With
         ``False`` only the CV results are computed and nothing is released (no ``predict``).
+    {{method}}
+    {{train_size}}
+    {{params}}
+    {{random_state}}
+    {{n_jobs}}
+    {{verbose}}
+    {{confidence}}
+    {{n_rounds}}
+    {{noise_shape}}
+    {{moment}}
+    {{n_subsets}}
+    {{radius}}
+    {{sigma_from}}
+    {{n_splits}}
 
     Attributes
     ----------
@@ -168,7 +167,7 @@ see MIPNoiseWrapper
     **Why not a cache.** The swap distances of a fold do not depend on eta, and a
     ``memory=`` parameter (as ``Pipeline(memory=...)``) could share them across a
     ``GridSearchCV``'s candidates. It is not offered: it would write per-row sensitivities
-    of private records to disk, where DESIGN.md's privacy hygiene keeps every intermediate
+    of private records to disk, where the privacy hygiene of docs/design.md keeps every intermediate
     of the calibration inside one ``fit``, and its keys would have to ignore the random
     seeds (each candidate of a grid search draws its own). Computing the path inside one
     ``fit`` gives the same sharing with nothing kept: each fold's distances are discarded
@@ -190,7 +189,7 @@ see MIPNoiseWrapper
     >>> X, y = load_breast_cancer(return_X_y=True)
     >>> X = (X - X.mean(0)) / X.std(0)
     >>> search = MIPNoiseWrapperCV(LogisticRegression(C=0.1), etas=[0.2, 0.3], cv=3,
-    ...                            n_splits=16, n_rounds=50).fit(X, y)
+    ...                            n_rounds=50).fit(X, y)
     >>> search.scores_.shape, search.eta_ in (0.2, 0.3), search.mip_bound_ == search.eta_
     ((3, 2), True, True)
     """
@@ -203,40 +202,42 @@ see MIPNoiseWrapper
         cv=5,
         scoring=None,
         selection="one_se",
-        moment: float = 2,
-        n_splits: int = 128,
-        train_size: float = 0.5,
+        refit: bool = True,
         method: str = "auto",
-        confidence: float | None = 0.95,
-        n_rounds: int = 400,
-        noise_shape: str = "auto",
-        radius: str = "gamma",
-        sigma_from: str = "dataset",
+        train_size: float = 0.5,
         params="auto",
         random_state=None,
         n_jobs: int | None = None,
         verbose: int = 0,
-        refit: bool = True,
+        confidence: float | None = 0.95,
+        n_rounds: int = 400,
+        noise_shape: str = "auto",
+        moment: float = 2,
+        n_subsets: int = 128,
+        radius: str = "gamma",
+        sigma_from: str = "dataset",
+        n_splits=DEPRECATED,
     ):
         self.estimator = estimator
         self.etas = etas
         self.cv = cv
         self.scoring = scoring
         self.selection = selection
-        self.moment = moment
-        self.n_splits = n_splits
-        self.train_size = train_size
+        self.refit = refit
         self.method = method
-        self.confidence = confidence
-        self.n_rounds = n_rounds
-        self.noise_shape = noise_shape
-        self.radius = radius
-        self.sigma_from = sigma_from
+        self.train_size = train_size
         self.params = params
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
-        self.refit = refit
+        self.confidence = confidence
+        self.n_rounds = n_rounds
+        self.noise_shape = noise_shape
+        self.moment = moment
+        self.n_subsets = n_subsets
+        self.radius = radius
+        self.sigma_from = sigma_from
+        self.n_splits = n_splits
 
     # ------------------------------------------------------------------ validation
     def _validated_etas(self):
@@ -254,8 +255,9 @@ see MIPNoiseWrapper
         return np.unique(etas)
 
     def _validate_hyperparameters(self):
+        """The sorted etas and the number of subsets (``n_splits`` if set)."""
         etas = self._validated_etas()
-        validate_calibration_params(self, _OWNER)
+        n_subsets = validate_shared(self, _OWNER, METHODS)
         if isinstance(self.selection, str):
             if self.selection not in _SELECTIONS:
                 raise ValueError(
@@ -272,15 +274,17 @@ see MIPNoiseWrapper
             check_interval(_OWNER, "selection", self.selection, why="A min_score must be finite.")
         if not isinstance(self.refit, bool):
             raise TypeError(f"{_OWNER}: refit must be True or False; got {self.refit!r}.")
-        return etas
+        return etas, n_subsets
 
-    def _inner_params(self):
-        params = {name: getattr(self, name) for name in _WRAPPER_PARAMS}
+    def _inner_params(self, n_subsets):
+        params = {name: getattr(self, name) for name in _FORWARDED}
+        params["n_subsets"] = n_subsets
         params["verbose"] = max(0, self.verbose - 1)  # a calibration's progress from verbose=2
         return params
 
-    def _wrapper(self, eta, random_state):
-        return MIPNoiseWrapper(self.estimator, eta=eta, random_state=random_state, **self._inner_params())
+    def _wrapper(self, eta, random_state, n_subsets):
+        return MIPNoiseWrapper(self.estimator, eta=eta, random_state=random_state,
+                               **self._inner_params(n_subsets))
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X: ArrayLike, y: ArrayLike | None = None, *, groups: ArrayLike | None = None,
@@ -313,13 +317,13 @@ see MIPNoiseWrapper
             For a parameter of the wrong type, or ``scoring=None`` with an estimator that
             has no ``score``.
         """
-        etas = self._validate_hyperparameters()
+        etas, n_subsets = self._validate_hyperparameters()
         check_privacy_seed(_OWNER, self.random_state)
         if self.train_size == 1.0:
             warn_no_promise_on_given_subset(
                 _OWNER, "the chosen eta_ and each calibration's noise scale and shape",
             )
-        template = self._wrapper(float(etas[0]), None)
+        template = self._wrapper(float(etas[0]), None, n_subsets)
         X, y, probe = validate_input(self, X, y, fit_params)
         check_classes(self, y)
         n = X.shape[0]
@@ -348,7 +352,7 @@ see MIPNoiseWrapper
                     self.estimator, _safe_indexing(X, train),
                     None if y is None else _safe_indexing(y, train), etas=etas,
                     fit_params=subset_fit_params(fit_params, train, n), random_state=state,
-                    **self._inner_params(),
+                    **self._inner_params(n_subsets),
                 )
             scores[i] = [scorer(w, X_test, y_test) for w in path]
             # The fold models are not what is released: drop them now.
@@ -370,7 +374,7 @@ see MIPNoiseWrapper
             if self.verbose:
                 print(f"[{_OWNER}] refit at eta={fitted['eta_']:g} on all {n} rows", flush=True)
             with _seed_warned_once():
-                released = self._wrapper(fitted["eta_"], refit_state).fit(X, y, **fit_params)
+                released = self._wrapper(fitted["eta_"], refit_state, n_subsets).fit(X, y, **fit_params)
             fitted.update(
                 best_estimator_=released, estimator_=released.estimator_,
                 mip_bound_=released.mip_bound_, target_eta_=released.target_eta_,
@@ -393,6 +397,31 @@ see MIPNoiseWrapper
         if self.scoring is None:
             return super().score(X, y, **kwargs)
         return check_scoring(self.best_estimator_, scoring=self.scoring)(self.best_estimator_, X, y)
+
+
+_CV_DOCS = {
+    "method": ('{"auto", "coupling", "moments"}', """
+        How eta is turned into noise, as for :class:`MIPNoiseWrapper`; the search noises a
+        path of parameters (:func:`~skmip.defend.mip_noise_path`), so ``"synthetic"`` is
+        not offered.
+    """),
+    "random_state": """
+        Source of the folds' and the refit's randomness. ``None`` gives every calibration
+        fresh OS entropy, the only setting under which the released noise is secret; a fixed
+        value draws one seed per fold and one for the refit up front (results do not depend
+        on ``n_jobs``) and emits a :class:`~skmip.exceptions.PrivacyWarning`. It does not
+        shuffle the folds: pass a splitter to ``cv`` for that.
+    """,
+    "n_jobs": """
+        Parallel jobs (joblib) for each calibration's subset fits and rounds; ``None`` means
+        1 unless in a joblib context, where ``joblib.parallel_config(backend="dask")`` spreads
+        them over a cluster. The folds run one after another, each over all jobs: a
+        calibration has hundreds of independent rounds that balance over any number of
+        workers, while 5 folds over 2 workers would leave one idle a third of the time.
+    """,
+    "verbose": "Print a line per fold when > 0; > 1 also prints each calibration's progress.",
+}
+MIPNoiseWrapperCV.__doc__ = fill_parameters(MIPNoiseWrapperCV.__doc__, _CV_DOCS)
 
 
 class _seed_warned_once(warnings.catch_warnings):

@@ -16,16 +16,24 @@ from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clo
 from sklearn.utils import _safe_indexing, get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from skmip.utils.rng import draw_seed, fix_inner_random_state, resolve_rng
-from skmip.utils.validation import check_class_labels, check_interval, check_predict_input, input_errors
+from skmip.utils.validation import (
+    check_class_labels,
+    check_interval,
+    check_predict_input,
+    input_errors,
+    is_unset,
+    renamed_parameter,
+)
 from skmip.bounds.subsampling import (
     epsilon_for_positive_accuracy,
     negative_accuracy_bound,
     positive_accuracy_bound,
 )
 from skmip.exceptions import check_privacy_seed
+from skmip.promise import Promise, PromiseMixin
 
 __all__ = ["SubsampledDPClassifier"]
 
@@ -62,11 +70,11 @@ def _default_estimator():
     return DPLogisticRegression()
 
 
-class SubsampledDPClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
+class SubsampledDPClassifier(PromiseMixin, MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     """Train a DP classifier on a Poisson subsample and bound membership-inference precision.
 
     ``fit`` keeps each row of the data it is given independently with probability
-    ``sampling_rate`` and fits a differentially private classifier on the kept rows with
+    ``train_size`` and fits a differentially private classifier on the kept rows with
     budget ``epsilon`` (given, or the largest one meeting ``target_bound``). For every
     record of the data passed to ``fit`` and every attack, the probability that the record
     was trained on, given that the attack says so, is at most ``positive_accuracy_bound_``
@@ -84,9 +92,12 @@ class SubsampledDPClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator)
         qualify the same way. Its ``epsilon``/``delta`` are overwritten in the fitted copy;
         if it has a ``classes`` parameter left at ``None`` it receives the label set of the
         data passed to ``fit``.
-    sampling_rate : float, default=0.5
-        ``T``: probability with which each row is kept, independently (Poisson sampling, as
-        Lemma 3.2 requires), in (0, 1].
+    train_size : float, default=0.5
+        ``T``, the fraction of the data given to ``fit`` that trains: each row is kept
+        independently with probability ``T`` (Poisson sampling, as Lemma 3.2 requires), in
+        (0, 1]. The same meaning as :class:`~skmip.defend.MIPNoiseWrapper`'s ``train_size``
+        (which draws exactly that fraction); the paper's sampling rate ``T``
+        (``sampling_rate`` in :mod:`skmip.bounds`).
     epsilon : float, default=None
         Budget of the inner learner. Mutually exclusive with ``target_bound``; if both are
         ``None`` the inner estimator's own ``epsilon`` is used.
@@ -96,7 +107,7 @@ class SubsampledDPClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator)
         ``delta_ = 0``, which its guarantee allows.
     target_bound : float, default=None
         Desired bound on MI positive accuracy, in (0, 1). ``epsilon_`` is then the largest
-        epsilon meeting it at this ``sampling_rate`` (closed form, see
+        epsilon meeting it at this ``train_size`` (closed form, see
         :func:`skmip.bounds.epsilon_for_positive_accuracy`). Section 4.3 uses 0.953, 0.881
         and 0.731 (epsilon = 3, 2, 1 at T = 0.5).
     min_tpr : float, default=0.01
@@ -107,6 +118,9 @@ class SubsampledDPClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator)
         Source of the subsample (and, when fixed, of the inner estimator's seed). ``None``
         draws fresh OS entropy, the only setting under which the subsample is secret; a
         fixed value emits a :class:`~skmip.exceptions.PrivacyWarning`.
+    sampling_rate : float or "deprecated", default="deprecated"
+        Deprecated name of ``train_size`` (renamed in 0.2, removed in 0.3). When set, it is
+        used instead of ``train_size`` and ``fit`` emits a ``FutureWarning``.
 
     Attributes
     ----------
@@ -168,7 +182,7 @@ class SubsampledDPClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator)
     >>> from skmip.defend.dp_logistic import DPLogisticRegression
     >>> X, y = load_breast_cancer(return_X_y=True)
     >>> X = (X - X.mean(0)) / X.std(0)  # fitted on the pool: allowed (see Notes)
-    >>> clf = SubsampledDPClassifier(DPLogisticRegression(data_norm=5.0), sampling_rate=0.3,
+    >>> clf = SubsampledDPClassifier(DPLogisticRegression(data_norm=5.0), train_size=0.3,
     ...                              target_bound=0.881).fit(X, y)
     >>> round(clf.positive_accuracy_bound_, 3), round(clf.epsilon_, 2)
     (0.881, 2.85)
@@ -178,27 +192,37 @@ class SubsampledDPClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator)
         self,
         estimator=None,
         *,
-        sampling_rate: float = 0.5,
+        train_size: float = 0.5,
         epsilon: float | None = None,
         delta: float = 1e-5,
         target_bound: float | None = None,
         min_tpr: float = 0.01,
         random_state=None,
+        sampling_rate="deprecated",
     ):
         self.estimator = estimator
-        self.sampling_rate = sampling_rate
+        self.train_size = train_size
         self.epsilon = epsilon
         self.delta = delta
         self.target_bound = target_bound
         self.min_tpr = min_tpr
         self.random_state = random_state
+        self.sampling_rate = sampling_rate
 
     # ------------------------------------------------------------------ helpers
     def _inner_template(self):
         return _default_estimator() if self.estimator is None else self.estimator
 
+    def _train_size(self, warn=False):
+        """``T``: ``train_size``, or the deprecated ``sampling_rate`` when that is set."""
+        if not warn:
+            return self.train_size if is_unset(self.sampling_rate) else self.sampling_rate
+        return renamed_parameter(_OWNER, "sampling_rate", self.sampling_rate, "train_size",
+                                 self.train_size, 0.5, stacklevel=4)
+
     def _validate_hyperparameters(self):
-        check_interval(_OWNER, "sampling_rate", self.sampling_rate, 0, 1, closed="right",
+        name = "train_size" if is_unset(self.sampling_rate) else "sampling_rate"
+        check_interval(_OWNER, name, self._train_size(), 0, 1, closed="right",
                        why="it is the probability T that each row is kept (Theorem 3.3's P_x*(1)).")
         check_interval(_OWNER, "delta", self.delta, 0, 1, closed="left")
         check_interval(_OWNER, "min_tpr", self.min_tpr, 0, 1, closed="right",
@@ -234,7 +258,7 @@ class SubsampledDPClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator)
             return float(self.epsilon)
         if self.target_bound is not None:
             return float(epsilon_for_positive_accuracy(
-                self.target_bound, sampling_rate=self.sampling_rate, delta=delta_,
+                self.target_bound, sampling_rate=self._train_size(), delta=delta_,
                 min_tpr=self.min_tpr,
             ))
         own = params["epsilon"]
@@ -257,7 +281,7 @@ class SubsampledDPClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator)
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            The pool of records; each row is kept with probability ``sampling_rate``.
+            The pool of records; each row is kept with probability ``train_size``.
         y : array-like of shape (n_samples,)
             Class labels.
 
@@ -275,6 +299,7 @@ class SubsampledDPClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator)
         TypeError
             If the inner estimator is not DP-capable.
         """
+        t = self._train_size(warn=True)
         self._validate_hyperparameters()
         inner = clone(self._inner_template())
         params = self._check_dp_capable(inner)
@@ -299,14 +324,14 @@ class SubsampledDPClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator)
         check_privacy_seed(_OWNER, self.random_state)
         rng = resolve_rng(self.random_state)
         # Lemma 3.2 needs each row kept independently: Bernoulli(T) per row, not a fixed-size draw.
-        kept = np.flatnonzero(rng.random(X.shape[0]) < self.sampling_rate)
+        kept = np.flatnonzero(rng.random(X.shape[0]) < t)
         inner_seed = draw_seed(rng)
         n_train = int(kept.size)
         if n_train == 0:
             raise ValueError(
-                f"{_OWNER}: the Poisson subsample kept 0 of n_samples={X.shape[0]} rows (sampling_rate="
-                f"{self.sampling_rate}); there is nothing to train on. Pass more rows or a larger "
-                "sampling_rate. Re-drawing until rows are kept would bias the sampling the bound "
+                f"{_OWNER}: the Poisson subsample kept 0 of n_samples={X.shape[0]} rows (train_size="
+                f"{t}); there is nothing to train on. Pass more rows or a larger "
+                "train_size. Re-drawing until rows are kept would bias the sampling the bound "
                 "relies on."
             )
         X_train, y_train = _safe_indexing(X, kept), _safe_indexing(y, kept)
@@ -325,7 +350,7 @@ class SubsampledDPClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator)
                 raise ValueError(
                     f"{_OWNER}: the subsample of {n_train} rows misses class(es) "
                     f"{missing.tolist()}, and {type(inner).__name__} has no 'classes' parameter "
-                    "to learn them anyway. Pass more rows of each class or a larger sampling_rate."
+                    "to learn them anyway. Pass more rows of each class or a larger train_size."
                 )
         inner.set_params(**updates)
         if self.random_state is not None:
@@ -333,9 +358,9 @@ class SubsampledDPClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator)
         inner.fit(X_train, y_train)
         del X_train, y_train
 
-        pos = positive_accuracy_bound(epsilon_, sampling_rate=self.sampling_rate, delta=delta_,
+        pos = positive_accuracy_bound(epsilon_, sampling_rate=t, delta=delta_,
                                       min_tpr=self.min_tpr)
-        neg = negative_accuracy_bound(epsilon_, sampling_rate=self.sampling_rate, delta=delta_,
+        neg = negative_accuracy_bound(epsilon_, sampling_rate=t, delta=delta_,
                                       min_tnr=self.min_tpr)
         fitted = {
             "estimator_": inner,
@@ -353,6 +378,28 @@ class SubsampledDPClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator)
         self._clear_fitted()
         self.__dict__.update(fitted)
         return self
+
+    def stated_promise(self) -> Promise:
+        """The promise of the fitted classifier: Theorem 3.3's bound on MI positive accuracy.
+
+        Returns
+        -------
+        Promise
+            Of kind ``"positive_accuracy"``, with value ``positive_accuracy_bound_`` and the
+            ``epsilon_``, ``delta_``, ``train_size`` (as ``sampling_rate``, the paper's ``T``),
+            ``min_tpr`` and ``n_train_`` the audit needs to translate it to its game
+            (:mod:`skmip.promise`).
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before ``fit``.
+        """
+        check_is_fitted(self)
+        return Promise.positive_accuracy(
+            self.positive_accuracy_bound_, epsilon=self.epsilon_, delta=self.delta_,
+            sampling_rate=self._train_size(), min_tpr=self.min_tpr, n_train=self.n_train_,
+        )
 
     # ------------------------------------------------------------------ delegation
     @available_if(_estimator_has("predict"))

@@ -17,13 +17,14 @@ choose the noise:
     and the GDP noise (GDP implies GMIP, Theorem 4.2); no noise at all above a threshold mu.
 
 Whatever steered the noise, every printed figure comes from a rigorous accountant
-(:mod:`skmip.bounds.accounting`, privacy loss distributions): ``epsilon_`` and
+(:mod:`skmip.bounds.accounting`, privacy loss distributions; the settings' checks, the
+calibration and the reported figures are :mod:`skmip.nn.dpsgd_accounting`): ``epsilon_`` and
 ``mip_bound_`` are upper bounds for the mechanism as run. The central-limit values of the
 ``"gdp"``/``"gmip"`` calibrations are kept as ``epsilon_clt_``, ``mu_`` and
 ``mip_bound_clt_``: approximations, not guarantees.
 
 Randomness: batches and noise are drawn with numpy from a generator holding 128 bits of
-fresh OS entropy per fit (:func:`skmip.nn.seeds.release_generator`), or with
+fresh OS entropy per fit (:func:`skmip.nn.fit_randomness.release_generator`), or with
 ``secure_mode=True`` from ``os.urandom`` with a floating-point-safe Gaussian sampler
 (:class:`skmip.utils.os_random.OSRandomGenerator`); the noise is copied to the parameters'
 device. Opacus' ``DPOptimizer`` clips, and its noise step is replaced by these draws.
@@ -34,7 +35,6 @@ scikit-learn classifier.
 
 from __future__ import annotations
 
-import numbers
 import warnings
 
 import numpy as np
@@ -42,23 +42,15 @@ import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from skmip.utils.validation import check_interval, check_option
-from skmip.bounds.accounting import dpsgd_epsilon, dpsgd_eta, dpsgd_noise_multiplier
-from skmip.bounds.gmip import (
-    gdp_mu,
-    gdp_noise_multiplier,
-    gdp_to_dp,
-    gmip_mu,
-    gmip_noise_multiplier,
-    mu_to_eta,
-)
 from skmip.exceptions import check_privacy_seed, warn_not_cryptographic
+from skmip.promise import MIPPromiseMixin
 from skmip.utils.os_random import OSRandomGenerator
 
+from skmip.nn.dpsgd_accounting import calibrate_noise_multiplier, check_privacy_settings, report_privacy
 from skmip.nn.modules import MLPModule
-from skmip.nn.sampling import PoissonBatchSampler, UniformBatchSampler
+from skmip.nn.sampling import UniformBatchSampler, poisson_loader
 from skmip.nn.seeded_nets import NeuralNetClassifier
-from skmip.nn.seeds import release_generator
+from skmip.nn.fit_randomness import release_generator
 from skmip.nn.validation import check_net_X, check_net_y
 
 __all__ = ["DPNeuralNetClassifier", "DPSGDLogisticRegression", "UniformBatchSampler"]
@@ -92,22 +84,7 @@ def _release_noise_optimizer(original, rng, **kwargs):
     return ReleaseNoiseDPOptimizer(original, **kwargs)
 
 
-def _poisson_loader(dataset, q, steps, rng):
-    """A loader of Poisson batches (possibly empty), collated as Opacus' ``DPDataLoader`` does."""
-    from opacus.data_loader import dtype_safe, shape_safe, wrap_collate_with_empty
-    from torch.utils.data.dataloader import default_collate
-
-    first = dataset[0]
-    collate = wrap_collate_with_empty(
-        collate_fn=default_collate, batch_first=True,
-        sample_empty_shapes=[(0, *shape_safe(x)) for x in first], dtypes=[dtype_safe(x) for x in first],
-    )
-    return torch.utils.data.DataLoader(
-        dataset, batch_sampler=PoissonBatchSampler(len(dataset), q, steps, rng), collate_fn=collate
-    )
-
-
-class DPNeuralNetClassifier(NeuralNetClassifier):
+class DPNeuralNetClassifier(MIPPromiseMixin, NeuralNetClassifier):
     """A skorch classifier trained with DP-SGD (Opacus), or noisy SGD calibrated to mu-GMIP.
 
     Parameters
@@ -138,9 +115,14 @@ class DPNeuralNetClassifier(NeuralNetClassifier):
         torchcsprng needed). Requires ``random_state=None``. The default draws from numpy's
         PCG64 seeded with 128 bits of OS entropy per fit, which cannot be enumerated but is
         not a cryptographic generator; it warns once per process.
-    gmip_K : float or None, default=None
-        Gradient susceptibility bound for ``privacy="gmip"``; ``None`` means the number
-        of trained parameters ``d`` (Leemann Remark 5.1, Fig. 2).
+    gradient_susceptibility : float or None, default=None
+        For ``privacy="gmip"``: the bound ``K`` of Leemann et al. Theorem 5.1 on every
+        target's gradient susceptibility :math:`\\|\\Sigma^{-1/2}\\theta'\\|_2^2`, how
+        atypical its gradient is for the gradient distribution; ``None`` means the number of
+        trained parameters ``d`` (the typical target, Leemann Remark 5.1, Fig. 2).
+    gmip_K : float or None, default="deprecated"
+        The former name of ``gradient_susceptibility``: setting it warns (``FutureWarning``)
+        and its value is used. It goes in 0.3.
     random_state : None, int or numpy.random.RandomState, default=None
         Seeds initialisation (through 32-bit learner seeds) and, through a separate
         full-entropy generator, batch sampling and noise. A fixed value makes the noise
@@ -245,7 +227,8 @@ class DPNeuralNetClassifier(NeuralNetClassifier):
         noise_multiplier=None,
         accountant="pld",
         secure_mode=False,
-        gmip_K=None,
+        gradient_susceptibility=None,
+        gmip_K="deprecated",
         random_state=None,
         **kwargs,
     ):
@@ -258,6 +241,7 @@ class DPNeuralNetClassifier(NeuralNetClassifier):
         self.noise_multiplier = noise_multiplier
         self.accountant = accountant
         self.secure_mode = secure_mode
+        self.gradient_susceptibility = gradient_susceptibility
         self.gmip_K = gmip_K
 
     # Training-time objects; names end in "_" so skorch does not take them for parameters.
@@ -282,43 +266,6 @@ class DPNeuralNetClassifier(NeuralNetClassifier):
     def _owner(self):
         return self._owner_ or type(self).__name__
 
-    def _validate_privacy(self, n):
-        owner = self._owner()
-        check_option(owner, "privacy", self.privacy, ("dp", "gdp", "gmip"))
-        check_option(owner, "accountant", self.accountant, ("pld", "rdp", "prv"))
-        check_interval(owner, "max_grad_norm", self.max_grad_norm, 0, None, closed="neither")
-        if self.noise_multiplier is not None:
-            check_interval(owner, "noise_multiplier", self.noise_multiplier, 0, None, closed="left")
-        elif self.privacy == "dp":
-            check_interval(owner, "epsilon", self.epsilon, 0, None, closed="neither")
-        elif self.mu is None:
-            raise ValueError(
-                f"{owner}: privacy={self.privacy!r} needs a target mu (or a noise_multiplier); got "
-                "mu=None. Pass e.g. mu=1.0."
-            )
-        else:
-            check_interval(owner, "mu", self.mu, 0, None, closed="neither")
-        delta = 1.0 / (10 * n) if self.delta is None else self.delta
-        check_interval(
-            owner, "delta", delta, 0, 1, closed="neither",
-            why="delta is the probability the epsilon guarantee fails; keep it below 1/n.",
-        )
-        if self.train_split is not None:
-            raise ValueError(
-                f"{owner}: train_split must be None; got {self.train_split!r}. A validation split "
-                "scores held-out private rows without noise; evaluate on public data instead."
-            )
-        if self.secure_mode and self.random_state is not None:
-            raise ValueError(
-                f"{owner}: secure_mode=True draws from the OS's secure generator and cannot be "
-                f"seeded; got random_state={self.random_state!r}. Pass random_state=None."
-            )
-        if not isinstance(self.secure_mode, (bool, np.bool_)):
-            raise TypeError(f"{owner}: secure_mode must be True or False; got {self.secure_mode!r}.")
-        if not isinstance(self.batch_size, numbers.Integral) or not 0 < self.batch_size <= n:
-            raise ValueError(f"{owner}: batch_size must be an integer in [1, n={n}]; got {self.batch_size!r}.")
-        return delta
-
     def _n_trained_parameters(self):
         return sum(p.numel() for p in self.module_.parameters() if p.requires_grad)
 
@@ -339,7 +286,7 @@ class DPNeuralNetClassifier(NeuralNetClassifier):
         epochs = self.max_epochs if epochs is None else epochs
         dataset, _ = self.get_split_datasets(X, y)
         n = len(dataset)
-        delta = self._validate_privacy(n)
+        delta, K = check_privacy_settings(self, n)
         check_privacy_seed(self._owner(), self.random_state)
         ModuleValidator.validate(self.module_, strict=True)
         rng = self._release_rng()
@@ -349,7 +296,7 @@ class DPNeuralNetClassifier(NeuralNetClassifier):
         # Poisson: int(1 / q) steps per epoch, as Opacus' DPDataLoader; fixed: n // B.
         steps_per_epoch = max(1, int(1 / q)) if self.privacy == "dp" else max(1, n // B)
         if self.privacy == "dp":
-            loader = _poisson_loader(dataset, q, steps_per_epoch, rng)
+            loader = poisson_loader(dataset, q, steps_per_epoch, rng)
         else:
             loader = torch.utils.data.DataLoader(
                 dataset, batch_sampler=UniformBatchSampler(n, B, steps_per_epoch, rng),
@@ -361,7 +308,9 @@ class DPNeuralNetClassifier(NeuralNetClassifier):
             self.delta_ = delta
             self.sample_rate_ = q
             self.steps_per_epoch_ = steps_per_epoch
-            self.noise_multiplier_ = self._calibrate(n, B, q, n_steps, delta, get_noise_multiplier)
+            self.noise_multiplier_ = calibrate_noise_multiplier(
+                self, n, B, q, n_steps, delta, get_noise_multiplier, K
+            )
             opacus = self.privacy == "dp" and self.accountant != "pld"
             self.accountant_ = create_accountant(self.accountant) if opacus else None
         elif q != self.sample_rate_:
@@ -399,60 +348,11 @@ class DPNeuralNetClassifier(NeuralNetClassifier):
             hooks.cleanup()
             self.optimizer_ = original
             del self._dp_loader_
-        self._report(n, B)
+        report_privacy(self, n, B, K)
         from skorch.history import History
 
         self.history_ = History()  # per-epoch losses on private rows are not private
         return self
-
-    def _calibrate(self, n, B, q, n_steps, delta, get_noise_multiplier):
-        if self.noise_multiplier is not None:
-            return float(self.noise_multiplier)
-        if self.privacy == "dp":
-            if self.accountant == "pld":
-                return dpsgd_noise_multiplier(float(self.epsilon), delta, q, n_steps, adjacency="add_remove")
-            with warnings.catch_warnings():
-                # Opacus' bisection visits huge noise levels whose optimal RDP order lies
-                # beyond its default grid; the returned level is checked by the accountant.
-                warnings.filterwarnings("ignore", message="Optimal order is the")
-                return float(
-                    get_noise_multiplier(
-                        target_epsilon=float(self.epsilon), target_delta=delta, sample_rate=q,
-                        steps=n_steps, accountant=self.accountant,
-                    )
-                )
-        if self.privacy == "gdp":
-            return gdp_noise_multiplier(float(self.mu), B, n, n_steps)
-        return gmip_noise_multiplier(float(self.mu), B, n, n_steps, d=self._n_trained_parameters(), K=self.gmip_K)
-
-    def _report(self, n, B):
-        """Rigorous figures first; the central-limit ones under names that say so."""
-        sigma, q, T = self.noise_multiplier_, self.sample_rate_, self.n_steps_
-        sampling = "poisson" if self.privacy == "dp" else "fixed"
-        self.epsilon_replace_one_ = dpsgd_epsilon(sigma, q, T, self.delta_, sampling=sampling, adjacency="replace_one")
-        self.mip_bound_ = dpsgd_eta(sigma, q, T, sampling=sampling)
-        if self.privacy == "dp":
-            if self.accountant_ is None:
-                self.epsilon_ = dpsgd_epsilon(sigma, q, T, self.delta_, adjacency="add_remove")
-            else:
-                with warnings.catch_warnings():
-                    # At the edges (no noise, huge noise) Opacus notes its order grid is too
-                    # narrow; the epsilon it returns is still a valid upper bound.
-                    warnings.filterwarnings("ignore", message="Optimal order is the")
-                    self.epsilon_ = float(self.accountant_.get_epsilon(delta=self.delta_)) if T else 0.0
-            self.mu_ = self.epsilon_clt_ = self.mip_bound_clt_ = None
-            return
-        self.epsilon_ = self.epsilon_replace_one_
-        mu_dp = float(gdp_mu(sigma, B, n, T))
-        if self.privacy == "gdp":
-            self.mu_ = mu_dp
-        else:
-            mu_mip = float(gmip_mu(sigma, B, n, T, d=self._n_trained_parameters(), K=self.gmip_K))
-            self.mu_ = min(mu_mip, mu_dp)  # GDP implies GMIP (Leemann Theorem 4.2)
-        self.epsilon_clt_ = gdp_to_dp(mu_dp, self.delta_) if np.isfinite(mu_dp) and mu_dp > 0 else (
-            0.0 if mu_dp == 0 else float("inf")
-        )
-        self.mip_bound_clt_ = float(mu_to_eta(self.mu_))
 
     def get_iterator(self, dataset, training=False):
         if training and self._dp_loader_ is not None:
@@ -460,7 +360,7 @@ class DPNeuralNetClassifier(NeuralNetClassifier):
         return super().get_iterator(dataset, training=training)
 
 
-class DPSGDLogisticRegression(ClassifierMixin, BaseEstimator):
+class DPSGDLogisticRegression(MIPPromiseMixin, ClassifierMixin, BaseEstimator):
     """Multinomial logistic regression trained with DP-SGD (Opacus) through skorch.
 
     Not to be confused with a torch-free, objective-perturbation DP logistic regression:

@@ -26,7 +26,7 @@ import torch
 from sklearn.base import clone
 from torch.func import functional_call, stack_module_state, vmap
 
-from skmip.nn.seeds import fit_seeds, seeded_torch
+from skmip.nn.fit_randomness import fit_seeds, seeded_torch
 
 __all__ = ["fit_ensemble", "ensemble_vectors"]
 
@@ -120,6 +120,22 @@ def fit_ensemble(
     True
     """
     _check_template(net)
+    subsets, random_states = _check_subsets(net, subsets, random_states)
+    X = np.asarray(X)
+    X = X.astype(np.float32) if X.dtype == np.float64 else X
+    y = np.asarray(y)
+    members, data_gens = _initialized_members(net, X, y, subsets, random_states)
+    params = _train_batched(members, data_gens, X, y, subsets)
+    with torch.no_grad():
+        for i, member in enumerate(members):
+            for name, p in member.module_.named_parameters():
+                p.copy_(params[name][i])
+            member.initialize_optimizer()  # fresh state, as after SkorchAdapter.scrub
+    return members
+
+
+def _check_subsets(net, subsets, random_states):
+    """The subsets as int64 index arrays of one positive length, and one random_state each."""
     subsets = [np.asarray(s, dtype=np.int64).ravel() for s in subsets]
     if not subsets:
         raise ValueError(f"{_OWNER}: subsets is empty.")
@@ -134,11 +150,11 @@ def fit_ensemble(
         random_states = [net.random_state] * M
     if len(random_states) != M:
         raise ValueError(f"{_OWNER}: {len(random_states)} random_states for {M} subsets.")
+    return subsets, random_states
 
-    X = np.asarray(X)
-    X = X.astype(np.float32) if X.dtype == np.float64 else X
-    y = np.asarray(y)
 
+def _initialized_members(net, X, y, subsets, random_states):
+    """One clone of ``net`` per subset, initialised as its sequential fit is, with its data-order generator."""
     members, data_gens = [], []
     for rs, rows in zip(random_states, subsets):
         member = clone(net).set_params(random_state=copy.deepcopy(rs))
@@ -148,15 +164,19 @@ def fit_ensemble(
         member.check_data(X[rows], y[rows])  # classifiers infer classes_ here
         members.append(member)
         data_gens.append(torch.Generator().manual_seed(data_seed))
-
-    template = members[0]
-    modules = [m.module_ for m in members]
-    if any(True for _ in template.module_.buffers()):
+    if any(True for _ in members[0].module_.buffers()):
         raise ValueError(
             f"{_OWNER}: the module has buffers (e.g. batch-norm running statistics), which the "
             "batched trainer does not update member by member; fit sequentially."
         )
-    params, buffers = stack_module_state(modules)
+    return members, data_gens
+
+
+def _train_batched(members, data_gens, X, y, subsets):
+    """Train the members' stacked parameters in one vmapped run; return them by name, shape (M, ...)."""
+    template = members[0]
+    size = len(subsets[0])
+    params, buffers = stack_module_state([m.module_ for m in members])
     args, kwargs = template.get_params_for_optimizer("optimizer", list(params.items()))
     optimizer = template.optimizer(*args, **kwargs)
 
@@ -189,13 +209,7 @@ def fit_ensemble(
             optimizer.zero_grad()
             losses(params, buffers, Xt[idx], yt[idx]).sum().backward()
             optimizer.step()
-
-    with torch.no_grad():
-        for i, member in enumerate(members):
-            for name, p in member.module_.named_parameters():
-                p.copy_(params[name][i])
-            member.initialize_optimizer()  # fresh state, as after SkorchAdapter.scrub
-    return members
+    return params
 
 
 def ensemble_vectors(net, X, y, subsets, *, adapter=None, random_states=None) -> np.ndarray:

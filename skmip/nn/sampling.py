@@ -3,7 +3,7 @@
 Which rows enter a noisy step is part of the mechanism the accountant analyses: an attacker
 who could predict the batches would know when the target's gradient was (not) in the sum.
 These samplers therefore draw from a *release* generator, a ``numpy.random.Generator``
-spawned from 128 bits of OS entropy (:func:`skmip.nn.seeds.release_generator`) or an
+spawned from 128 bits of OS entropy (:func:`skmip.nn.fit_randomness.release_generator`) or an
 :class:`skmip.utils.os_random.OSRandomGenerator`, never from a torch generator with a 64-bit seed.
 Both offer ``random(size)``, the one method used here.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-__all__ = ["PoissonBatchSampler", "UniformBatchSampler"]
+__all__ = ["PoissonBatchSampler", "UniformBatchSampler", "poisson_loader"]
 
 
 class PoissonBatchSampler(torch.utils.data.Sampler):
@@ -89,3 +89,18 @@ class UniformBatchSampler(torch.utils.data.Sampler):
 
     def __len__(self):
         return self.steps
+
+
+def poisson_loader(dataset, q, steps, rng):
+    """A loader of Poisson batches (possibly empty), collated as Opacus' ``DPDataLoader`` does."""
+    from opacus.data_loader import dtype_safe, shape_safe, wrap_collate_with_empty
+    from torch.utils.data.dataloader import default_collate
+
+    first = dataset[0]
+    collate = wrap_collate_with_empty(
+        collate_fn=default_collate, batch_first=True,
+        sample_empty_shapes=[(0, *shape_safe(x)) for x in first], dtypes=[dtype_safe(x) for x in first],
+    )
+    return torch.utils.data.DataLoader(
+        dataset, batch_sampler=PoissonBatchSampler(len(dataset), q, steps, rng), collate_fn=collate
+    )

@@ -40,10 +40,11 @@ from sklearn.base import clone
 
 from skmip.params import get_adapter
 
-# The seed primitives live one layer down (skmip.nn.seeds) so that the batched trainer can
-# use them without importing this module: seeding -> ensemble -> seeds, one way.
+# The seed primitives live one layer down (skmip.nn.fit_randomness) so that the batched
+# trainer can use them without importing this module: seeded_nets -> ensemble ->
+# fit_randomness, one way.
 from skmip.nn.ensemble import ensemble_vectors
-from skmip.nn.seeds import EpochPermutationSampler, fit_seeds, seeded_torch
+from skmip.nn.fit_randomness import EpochPermutationSampler, fit_seeds, seeded_torch
 from skmip.nn.validation import check_net_X, check_net_y
 
 __all__ = [

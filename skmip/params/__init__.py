@@ -40,7 +40,9 @@ parameters that make up the vector, by the module that holds them:
 
 The protocol, the block base class and :class:`AttributeAdapter` (what ``params=[...]``
 builds) are in ``_base``; what a release keeps (:func:`scrub_diagnostics`) in ``scrub``;
-the registry and :func:`get_adapter` in ``registry``. Fitted skorch nets are adapted by
+the registry and :func:`get_adapter` in ``registry``; the symmetric-matrix helpers the
+adapters and the synthesizers share (:func:`pack_symmetric`, :func:`unpack_symmetric`,
+:func:`nearest_psd`) in ``_linalg``. Fitted skorch nets are adapted by
 :class:`skmip.nn.SkorchAdapter`, which the optional torch leaf registers itself; this
 package never imports torch (``registry`` says how ``get_adapter`` still finds it).
 
@@ -53,7 +55,7 @@ References
 from __future__ import annotations
 
 from skmip.params._base import AttributeAdapter, ParamAdapter
-from skmip.params._linalg import _project_psd  # noqa: F401  (skmip.release.gaussian, skmip.release.dp_baselines import it here)
+from skmip.params._linalg import nearest_psd, pack_symmetric, unpack_symmetric
 from skmip.params.covariance import CovarianceAdapter, GaussianMixtureAdapter
 from skmip.params.linear import LinearModelAdapter
 from skmip.params.neural import MLPAdapter
@@ -88,4 +90,7 @@ __all__ = [
     "scrub_diagnostics",
     "DIAGNOSTIC_ATTRIBUTES",
     "PUBLIC_ATTRIBUTES",
+    "pack_symmetric",
+    "unpack_symmetric",
+    "nearest_psd",
 ]

@@ -2,22 +2,61 @@
 projections that map noised parameters back to valid ones (PSD cone, probability simplex).
 
 Projections use only the released values, so they are post-processing and keep eta-MIP
-(Izzo et al., Theorem 3).
+(Izzo et al., Theorem 3). :func:`pack_symmetric`, :func:`unpack_symmetric` and
+:func:`nearest_psd` are public, imported from :mod:`skmip.params` (the synthesizers of
+:mod:`skmip.release` release covariances with them); the rest serves the adapters.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
+
+__all__ = ["pack_symmetric", "unpack_symmetric", "nearest_psd"]
 
 
-def _pack_symmetric(matrix):
-    """Upper triangle (diagonal included) of a square matrix, row by row."""
+def pack_symmetric(matrix: ArrayLike) -> np.ndarray:
+    """Upper triangle (diagonal included) of a square matrix, row by row.
+
+    The free entries of a symmetric matrix, each once: what a parameter vector holds for a
+    covariance.
+
+    Parameters
+    ----------
+    matrix : array_like of shape (d, d)
+
+    Returns
+    -------
+    ndarray of shape (d (d + 1) / 2,)
+
+    Examples
+    --------
+    >>> pack_symmetric([[1.0, 2.0], [2.0, 3.0]]).tolist()
+    [1.0, 2.0, 3.0]
+    """
     matrix = np.asarray(matrix, dtype=np.float64)
     return matrix[np.triu_indices(matrix.shape[-1])]
 
 
-def _unpack_symmetric(values, dim):
-    """Inverse of :func:`_pack_symmetric`: the symmetric matrix with that upper triangle."""
+def unpack_symmetric(values: ArrayLike, dim: int) -> np.ndarray:
+    """Inverse of :func:`pack_symmetric`: the symmetric matrix with that upper triangle.
+
+    Parameters
+    ----------
+    values : array_like of shape (dim (dim + 1) / 2,)
+        The upper triangle, row by row.
+    dim : int
+        The matrix's size.
+
+    Returns
+    -------
+    ndarray of shape (dim, dim)
+
+    Examples
+    --------
+    >>> unpack_symmetric([1.0, 2.0, 3.0], 2).tolist()
+    [[1.0, 2.0], [2.0, 3.0]]
+    """
     out = np.zeros((dim, dim))
     rows, cols = np.triu_indices(dim)
     out[rows, cols] = values
@@ -25,16 +64,47 @@ def _unpack_symmetric(values, dim):
     return out
 
 
-def _project_psd(matrix, floor):
+def nearest_psd(matrix: ArrayLike, floor: float = 0.0) -> np.ndarray:
     """Nearest (Frobenius) symmetric matrix whose eigenvalues are all >= ``floor``.
 
+    Parameters
+    ----------
+    matrix : array_like of shape (d, d)
+        A square matrix (e.g. a noised covariance); its symmetric part is projected.
+    floor : float, default=0.0
+        The smallest eigenvalue allowed (0: the positive semidefinite cone).
+
+    Returns
+    -------
+    ndarray of shape (d, d)
+        Symmetric, with spectrum in ``[floor, inf)``.
+
+    Notes
+    -----
     For a symmetric matrix the nearest matrix with spectrum in ``[floor, inf)`` keeps the
     eigenvectors and clips the eigenvalues (Higham 1988, Theorem 2.1, shifted by ``floor``).
+    A function of the released matrix only: post-processing, which keeps eta-MIP (Izzo et
+    al., Theorem 3) and DP.
+
+    References
+    ----------
+    Higham, N. J. "Computing a nearest symmetric positive semidefinite matrix", Linear
+    Algebra Appl. 103 (1988), Theorem 2.1.
+
+    Examples
+    --------
+    >>> nearest_psd([[1.0, 2.0], [2.0, 1.0]]).round(6).tolist()  # eigenvalues 3 and -1
+    [[1.5, 1.5], [1.5, 1.5]]
     """
+    matrix = np.asarray(matrix, dtype=np.float64)
     sym = 0.5 * (matrix + matrix.T)
     eigval, eigvec = np.linalg.eigh(sym)
     out = (eigvec * np.maximum(eigval, floor)) @ eigvec.T
     return 0.5 * (out + out.T)
+
+
+# The adapters of this package (covariance, statistic) call them by these names.
+_pack_symmetric, _unpack_symmetric, _project_psd = pack_symmetric, unpack_symmetric, nearest_psd
 
 
 def _project_simplex(values, floor=0.0):

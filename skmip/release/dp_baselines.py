@@ -58,7 +58,7 @@ from numpy.typing import ArrayLike
 from skmip.utils.rng import resolve_rng
 from skmip.utils.validation import check_int, check_interval, check_option
 from skmip.bounds import dp_to_gdp_mu
-from skmip.params import _project_psd
+from skmip.params import nearest_psd as _project_psd
 
 __all__ = [
     "gaussian_noise_scale",

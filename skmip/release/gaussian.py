@@ -29,6 +29,8 @@ from skmip.utils.validation import (
     check_n_jobs,
     check_option,
     input_errors,
+    is_unset,
+    renamed_parameter,
 )
 from skmip.exceptions import (
     NO_PROMISE_MESSAGE,
@@ -36,8 +38,8 @@ from skmip.exceptions import (
     check_privacy_seed,
     warn_no_promise_on_given_subset,
 )
-from skmip.params import _project_psd
-from skmip.params._linalg import _unpack_symmetric
+from skmip.params import nearest_psd as _project_psd, unpack_symmetric as _unpack_symmetric
+from skmip.promise import MIPPromiseMixin
 from skmip.release.statistic import Statistic
 
 __all__ = ["MIPGaussianSynthesizer", "mean_and_covariance"]
@@ -109,7 +111,7 @@ def _psd_sqrt(matrix):
     return 0.5 * (root + root.T)
 
 
-class MIPGaussianSynthesizer(BaseEstimator):
+class MIPGaussianSynthesizer(MIPPromiseMixin, BaseEstimator):
     """Release a Gaussian generator of synthetic records with an eta-MIP guarantee.
 
     ``fit`` draws a random training subset ``D_train`` of the data, privatises its first and
@@ -139,7 +141,7 @@ class MIPGaussianSynthesizer(BaseEstimator):
     moment : float, default=2
         ``method="moments"``: order M >= 2 of the central moment measuring the statistic's
         spread (Corollary 10); the noise constant is ``(6.16/eta)**(1 + 2/M)``.
-    n_splits : int, default=128
+    n_subsets : int, default=128
         ``method="moments"``: number of random subsets B over which the spread is
         estimated (>= 2).
     radius : {"gamma", "laplace"}, default="gamma"
@@ -171,6 +173,9 @@ class MIPGaussianSynthesizer(BaseEstimator):
         :class:`~skmip.exceptions.PrivacyWarning`. :meth:`sample` has its own.
     n_jobs : int, default=None
         Parallel split fits through joblib.
+    n_splits : int or "deprecated", default="deprecated"
+        Deprecated name of ``n_subsets`` (renamed in 0.2, removed in 0.3; when set, its value
+        is used and ``fit`` emits a ``FutureWarning``).
 
     Attributes
     ----------
@@ -255,7 +260,7 @@ class MIPGaussianSynthesizer(BaseEstimator):
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> X = rng.multivariate_normal([1.0, -1.0], [[1.0, 0.5], [0.5, 1.0]], size=20_000)
-    >>> synth = MIPGaussianSynthesizer(eta=0.5, moment=6, n_splits=32).fit(X)
+    >>> synth = MIPGaussianSynthesizer(eta=0.5, moment=6, n_subsets=32).fit(X)
     >>> synth.sample(5, random_state=0).shape
     (5, 2)
     >>> synth.mip_bound_
@@ -268,31 +273,40 @@ class MIPGaussianSynthesizer(BaseEstimator):
         eta: float = 0.1,
         method: str = "auto",
         moment: float = 2,
-        n_splits: int = 128,
+        n_subsets: int = 128,
         radius: str = "gamma",
         center: bool = True,
         train_size: float = 0.5,
         sigma_from: str = "dataset",
         random_state=None,
         n_jobs: int | None = None,
+        n_splits="deprecated",
     ):
         self.eta = eta
         self.method = method
         self.moment = moment
-        self.n_splits = n_splits
+        self.n_subsets = n_subsets
         self.radius = radius
         self.center = center
         self.train_size = train_size
         self.sigma_from = sigma_from
         self.random_state = random_state
         self.n_jobs = n_jobs
+        self.n_splits = n_splits
+
+    def _n_subsets(self, warn=False):
+        """``n_subsets``, or the deprecated ``n_splits`` when that is set."""
+        if not warn:
+            return self.n_subsets if is_unset(self.n_splits) else self.n_splits
+        return renamed_parameter(_OWNER, "n_splits", self.n_splits, "n_subsets", self.n_subsets, 128,
+                                 stacklevel=5)
 
     def _validate_hyperparameters(self):
         check_eta(_OWNER, self.eta)
         check_option(_OWNER, "method", self.method, ("auto", "coupling", "moments"))
         check_moment(_OWNER, self.moment)
         check_int(
-            _OWNER, "n_splits", self.n_splits, 2, None,
+            _OWNER, "n_subsets" if is_unset(self.n_splits) else "n_splits", self._n_subsets(), 2, None,
             why="the spread is measured over random subsets and needs at least 2 of them; "
             "the paper uses 128.",
         )
@@ -379,7 +393,7 @@ class MIPGaussianSynthesizer(BaseEstimator):
             else Statistic("second_moment")
         )
         wrapper = MIPNoiseWrapper(
-            statistic, eta=self.eta, method="moments", moment=self.moment, n_splits=self.n_splits,
+            statistic, eta=self.eta, method="moments", moment=self.moment, n_subsets=self._n_subsets(warn=True),
             train_size=self.train_size, radius=self.radius, sigma_from=self.sigma_from,
             random_state=self.random_state, n_jobs=self.n_jobs,
         )

@@ -29,6 +29,7 @@ from skmip.exceptions import (
     check_privacy_seed,
     warn_no_promise_on_given_subset,
 )
+from skmip.promise import MIPPromiseMixin
 from skmip.release.marginals import MIPMarginalSynthesizer
 
 __all__ = ["MIPTabularSynthesizer"]
@@ -63,7 +64,7 @@ def _columns_of(X):
     return [arr[:, j] for j in range(arr.shape[1])], list(range(arr.shape[1])), [arr.dtype] * arr.shape[1], False
 
 
-class MIPTabularSynthesizer(BaseEstimator):
+class MIPTabularSynthesizer(MIPPromiseMixin, BaseEstimator):
     """Synthetic records of a mixed table (numeric, categorical, missing) with an eta-MIP promise.
 
     ``fit`` gives each column a finite domain -- the categories of a categorical column; for a

@@ -10,7 +10,7 @@ import pytest
 
 from skmip.app.cli import main
 
-SMALL = ["--n-models", "4", "--n-splits", "16", "--n-samples", "160", "--n-rounds", "60", "--n-jobs", "1", "-q"]
+SMALL = ["--n-models", "4", "--n-subsets", "16", "--n-samples", "160", "--n-rounds", "60", "--n-jobs", "1", "-q"]
 ETAS = ["--eta", "0.3", "--eta", "0.45"]
 LOGREG = ["--dataset", "breast_cancer", "--estimator", "logreg"]
 
@@ -278,7 +278,7 @@ def test_without_the_torch_extra_the_network_is_scikit_learns(monkeypatch):
     monkeypatch.setattr(audit_plan, "torch_available", lambda: False)
     spec = audit_plan.estimator_from_name("mlp")
     assert spec.kind == "sklearn-mlp" and type(spec.make(5, 2)).__name__ == "MLPClassifier"
-    options = SimpleNamespace(eta=[0.3], mip_method="auto", n_rounds=60, n_splits=16, bound=0.881,
+    options = SimpleNamespace(eta=[0.3], mip_method="auto", n_rounds=60, n_subsets=16, bound=0.881,
                               sampling_rate=0.5, mu=1.0, epsilon=2.0)
     rows, skipped = audit_plan.plan_rows([(spec, ["gmip", "mip"])], options, 5, 2, 200)
     assert [r.defense for r in rows] == ["baseline", "MIP eta=0.3"]

@@ -33,7 +33,7 @@ def test_lira_advantage_within_eta_on_coupling_wrapper():
     Xp, yp = (X[pool] - mu) / sd, y[pool]
     wrapper = MIPNoiseWrapper(
         LogisticRegression(C=0.1, solver="newton-cholesky", tol=1e-10), eta=ETA,
-        method="coupling", train_size=1.0, n_rounds=60, n_splits=32, random_state=0,
+        method="coupling", train_size=1.0, n_rounds=60, random_state=0,
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)  # fixed seeds: reproducible test

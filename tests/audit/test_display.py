@@ -38,10 +38,10 @@ def test_importing_the_module_does_not_import_matplotlib():
     assert out.stdout.strip() == "False"
 
 
-def test_from_scores_draws_roc_diagonal_and_bounds(rng):
+def test_from_predictions_draws_roc_diagonal_and_bounds(rng):
     member = rng.random(3000) < 0.5
     scores = rng.normal(size=3000) + member
-    disp = MIAttackDisplay.from_scores(member, scores, eta=0.1, mu=1.0, name="toy")
+    disp = MIAttackDisplay.from_predictions(member, scores, eta=0.1, mu=1.0, name="toy")
     fpr, tpr, _ = mi_roc_curve(member, scores)
     assert disp.roc_auc == pytest.approx(mi_roc_auc(member, scores))
     assert disp.ax_.get_xscale() == disp.ax_.get_yscale() == "log"
@@ -62,9 +62,19 @@ def test_from_scores_draws_roc_diagonal_and_bounds(rng):
 
 def test_no_bound_lines_without_bounds_and_linear_axes(rng):
     member = rng.random(200) < 0.5
-    disp = MIAttackDisplay.from_scores(member, rng.normal(size=200), log_scale=False, plot_chance_level=False)
+    disp = MIAttackDisplay.from_predictions(member, rng.normal(size=200), log_scale=False, plot_chance_level=False)
     assert disp.mip_line_ is None and disp.gmip_line_ is None and disp.chance_level_ is None
     assert disp.ax_.get_xscale() == "linear"
+
+
+def test_from_scores_is_a_deprecated_alias_of_from_predictions(rng):
+    member = rng.random(200) < 0.5
+    scores = rng.normal(size=200) + member
+    with pytest.warns(FutureWarning, match="renamed from_predictions"):
+        old = MIAttackDisplay.from_scores(member, scores, eta=0.1, name="old")
+    new = MIAttackDisplay.from_predictions(member, scores, eta=0.1, name="old")
+    np.testing.assert_array_equal(old.line_.get_data()[1], new.line_.get_data()[1])
+    assert old.roc_auc == new.roc_auc and old.eta == new.eta
 
 
 def test_from_estimator_plays_the_game_or_reuses_a_fitted_audit(cancer):
@@ -80,7 +90,7 @@ def test_from_estimator_draws_the_stated_mip_bound(cancer):
     from skmip import MIPNoiseWrapper
 
     X, y = cancer
-    wrapper = MIPNoiseWrapper(LogisticRegression(), method="moments", eta=0.25, n_splits=4, train_size=1.0)
+    wrapper = MIPNoiseWrapper(LogisticRegression(), method="moments", eta=0.25, n_subsets=4, train_size=1.0)
     disp = MIAttackDisplay.from_estimator(wrapper, X, y, attack="loss", n_models=3, random_state=0)
     assert disp.eta == 0.25 and disp.mip_line_ is not None
 

@@ -30,7 +30,7 @@ from sklearn.linear_model import (
 )
 from sklearn.svm import LinearSVC
 
-from skmip.audit.attacks import exact_audit, exact_audit_suite
+from skmip.audit.attacks import exact_audit, exact_audit_suite, exact_posterior, exact_refit
 from skmip.audit.attacks.bayes import exact_mip_advantage
 from skmip.audit.attacks.exact_audit import (
     enumerate_subsets,
@@ -130,10 +130,21 @@ def _imports(module):
     return names
 
 
-@pytest.mark.parametrize("module", [exact_audit, exact_audit_suite])
+@pytest.mark.parametrize("module", [exact_audit, exact_audit_suite, exact_posterior, exact_refit])
 def test_the_auditor_never_imports_the_engines_it_checks(module):
     for name in _imports(module):
         assert "sensitivity" not in name and "bounds" not in name, name
+
+
+@pytest.mark.parametrize("module", [exact_audit, exact_audit_suite, exact_posterior, exact_refit])
+def test_the_auditor_reads_defences_through_public_names_only(module):
+    # No defence or release module is imported (the public top-level names are), and no private
+    # module of skmip: the noise is observed through the public noise law, the Gaussian
+    # synthesizer's draws through its random_state.
+    for name in _imports(module):
+        parts = name.split(".")
+        assert name == "__future__" or not any(p.startswith("_") for p in parts), name
+        assert parts[:2] not in (["skmip", "defend"], ["skmip", "release"]), name
 
 
 def _raise(*args, **kwargs):
@@ -258,7 +269,7 @@ def test_pipeline_audit_refuses_transformers_that_are_not_those_of_d():
     # outside what the audit covers) is an error, not an audited release.
     from sklearn.preprocessing import StandardScaler
 
-    from skmip.defend._preprocessing import PreprocessingOnD
+    from skmip.defend.preprocessing import PreprocessingOnD
 
     release = PreprocessingOnD.release
 
@@ -295,11 +306,11 @@ def test_selected_marginals_with_cycles_keep_the_printed_bound(monkeypatch):
     # tables) finds no record above the printed eta; the selection is a function of D, so
     # it is the same table list for every subset the audit enumerates.
     from skmip import MIPMarginalSynthesizer
-    from skmip.release import marginals as marginals_module
+    from skmip.release import marginal_selection
     from skmip.audit.attacks.exact_audit import audit_marginal_synthesizer
     from skmip.audit.attacks.exact_audit_suite import make_dataset
 
-    monkeypatch.setattr(marginals_module, "_SELECT_MARGIN", -1e9)
+    monkeypatch.setattr(marginal_selection, "_SELECT_MARGIN", -1e9)
     X, _ = make_dataset("rare_category", "categorical", 10, np.random.default_rng(31))
     X = X[:, :3]
     res = audit_marginal_synthesizer(

@@ -156,7 +156,7 @@ def test_mip_wrapper_with_train_size_one_is_algorithm_1_on_the_member_set(cancer
     from skmip import MIPNoiseWrapper
 
     X, y = cancer
-    wrapper = MIPNoiseWrapper(LogisticRegression(C=0.1), method="moments", eta=0.3, n_splits=4, train_size=1.0)
+    wrapper = MIPNoiseWrapper(LogisticRegression(C=0.1), method="moments", eta=0.3, n_subsets=4, train_size=1.0)
 
     def inspect(model):
         released = np.r_[model.estimator_.coef_.ravel(), model.estimator_.intercept_]

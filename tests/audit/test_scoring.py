@@ -17,7 +17,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from skmip.audit.attacks import get_attack
 from skmip.bounds import positive_accuracy_bound
 from skmip.audit.metrics import mi_roc_auc, tpr_at_fpr
-from skmip.audit.scoring import MIAttackScorer, StatedBound, _stated_bound, make_mi_scorer
+from skmip.audit.scoring import MIAttackScorer, StatedBound, make_mi_scorer
+from skmip.promise import Promise, stated_promise
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +54,15 @@ class _Overclaiming(ClassifierMixin, BaseEstimator):
             self.epsilon_, self.delta_ = 0.1, 0.0
             self.positive_accuracy_bound_ = float(positive_accuracy_bound(0.1, sampling_rate=self.sampling_rate))
         return self
+
+    def stated_promise(self):
+        # A defence written outside skmip is audited through the contract of skmip.promise.
+        if self.claim == "mip":
+            return Promise.mip(self.mip_bound_, n_train=self.n_train_)
+        return Promise.positive_accuracy(
+            self.positive_accuracy_bound_, epsilon=self.epsilon_, delta=self.delta_,
+            sampling_rate=self.sampling_rate, min_tpr=self.min_tpr, n_train=self.n_train_,
+        )
 
     def predict_proba(self, X):
         # 0.99 on the neighbour's class for a training row (distance 0), 0.6 otherwise
@@ -122,7 +132,7 @@ def test_mip_wrapper_states_its_bound_and_the_audit_checks_it(cancer):
     from skmip import MIPNoiseWrapper
 
     X, y = cancer
-    wrapper = MIPNoiseWrapper(LogisticRegression(), method="moments", eta=0.1, n_splits=4, train_size=1.0)
+    wrapper = MIPNoiseWrapper(LogisticRegression(), method="moments", eta=0.1, n_subsets=4, train_size=1.0)
     audit = MIAttackScorer(wrapper, attack="lira", n_models=6, random_state=0).fit(X, y)
     assert audit.bound_ == 0.1
     assert audit.bound_holds_ is True
@@ -134,10 +144,10 @@ def test_mip_audit_warns_when_the_game_is_not_definition_1(cancer):
     from skmip import MIPNoiseWrapper
 
     X, y = cancer
-    sub = MIPNoiseWrapper(LogisticRegression(), method="moments", eta=0.2, n_splits=4, train_size=0.5)
+    sub = MIPNoiseWrapper(LogisticRegression(), method="moments", eta=0.2, n_subsets=4, train_size=0.5)
     with pytest.warns(UserWarning, match="train_size=1.0"):
         MIAttackScorer(sub, attack="loss", n_models=3, random_state=0).fit(X, y)
-    full = MIPNoiseWrapper(LogisticRegression(), method="moments", eta=0.2, n_splits=4, train_size=1.0)
+    full = MIPNoiseWrapper(LogisticRegression(), method="moments", eta=0.2, n_subsets=4, train_size=1.0)
     with pytest.warns(UserWarning, match="member_rate=0.5"):
         audit = MIAttackScorer(full, attack="loss", n_models=3, member_rate=0.4, random_state=0).fit(X, y)
     assert audit.bound_ == 0.2 and audit.bound_holds_ is None
@@ -164,25 +174,21 @@ def test_subsampled_dp_classifier_bound_holds(cancer):
     from skmip.defend.subsampled import SubsampledDPClassifier
 
     X, y = cancer
-    clf = SubsampledDPClassifier(DPLogisticRegression(data_norm=5.0), sampling_rate=0.5, epsilon=1.0)
+    clf = SubsampledDPClassifier(DPLogisticRegression(data_norm=5.0), train_size=0.5, epsilon=1.0)
     audit = MIAttackScorer(clf, attack="lira", n_models=8, sampling="bernoulli", random_state=0).fit(X, y)
     eps_game = np.log1p(0.5 * np.expm1(1.0))  # amplification by Poisson subsampling at T = 0.5
     assert audit.bound_ == pytest.approx(positive_accuracy_bound(eps_game, sampling_rate=0.5))
     assert audit.bound_holds_ is True
 
 
-def test_stated_bound_reader():
-    class Plain:
-        pass
+def test_the_scorer_reads_the_promise_through_stated_promise_only():
+    class AttributesOnly:
+        mip_bound_ = 0.02  # no stated_promise(): the audit does not sniff attributes
 
-    assert _stated_bound(Plain()) is None
+    assert stated_promise(AttributesOnly()) is None
     est = _Overclaiming("mip").fit(np.eye(4), [0, 1, 0, 1])
-    assert _stated_bound(est) == StatedBound("mip", 0.02, {"n_train": 4, "promised": True})
-    # train_size=1.0 promises nothing: the calibration's target is read, marked unpromised.
-    est.mip_bound_, est.target_eta_ = None, 0.3
-    assert _stated_bound(est) == StatedBound("mip", 0.3, {"n_train": 4, "promised": False})
-    del est.target_eta_
-    assert _stated_bound(est) is None
+    assert stated_promise(est) == StatedBound("mip", 0.02, {"n_train": 4, "promised": True})
+    assert StatedBound is Promise  # the 0.1 name
 
 
 def test_gridsearch_reads_accuracy_and_mi_columns(cancer):
@@ -191,7 +197,7 @@ def test_gridsearch_reads_accuracy_and_mi_columns(cancer):
     X, y = cancer
     scorer = make_mi_scorer("lira_offline", n_models=4, random_state=0)
     search = GridSearchCV(
-        MIPNoiseWrapper(LogisticRegression(), method="moments", n_splits=4, random_state=0), {"eta": [0.1, 0.4]},
+        MIPNoiseWrapper(LogisticRegression(), method="moments", n_subsets=4, random_state=0), {"eta": [0.1, 0.4]},
         scoring={"accuracy": "accuracy", "mi": scorer}, refit="accuracy", cv=2,
     )
     with warnings.catch_warnings():

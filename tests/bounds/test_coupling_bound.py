@@ -150,7 +150,7 @@ def test_upper_bound_covers_the_true_means_at_least_at_the_stated_rate(bound, sk
     # probability < 1e-3 (binomial lower tail). ``skewed`` spends alpha unevenly over the
     # targets (a weighted union bound), most of it on the most exposed ones, whose bounds
     # then come closest to their means: the statement holds all the same.
-    from skmip.bounds.coupling import _ucb_per_target
+    from skmip.bounds.bernstein import _ucb_per_target
 
     scales = np.linspace(0.2, 2.0, 8)
     s = 1.5
@@ -434,7 +434,7 @@ def test_pruned_searches_match_full_evaluation(seed):
     from scipy.optimize import brentq
 
     from skmip.bounds.betting import betting_passes
-    from skmip.bounds.coupling import _betting_log_thresholds, _draw_values
+    from skmip.bounds.coupling_draws import _betting_log_thresholds, _draw_values
 
     rng = np.random.default_rng(seed)
     d = rng.gamma(rng.uniform(0.5, 3.0), 0.05, size=(120, 300, 4))
@@ -460,13 +460,13 @@ def test_pruned_searches_match_full_evaluation(seed):
 def test_calibration_in_blocks_of_targets_is_the_same(monkeypatch):
     # The draw values are computed a block of targets at a time (memory); the result is the
     # same arithmetic, so the same calibration, however small the blocks.
-    from skmip.bounds import coupling
+    from skmip.bounds import coupling, coupling_draws
 
     rng = np.random.default_rng(5)
     deltas = rng.gamma(2.0, 0.05, size=(50, 300, 2))
     deltas[3, :, 0] *= 20  # one exposed target sets the noise
     whole = coupling.coupling_noise_scale(deltas, 0.1)
-    monkeypatch.setattr(coupling, "_BLOCK_VALUES", 7)  # a few targets per block, uneven
+    monkeypatch.setattr(coupling_draws, "_BLOCK_VALUES", 7)  # a few targets per block, uneven
     blocks = coupling.coupling_noise_scale(deltas, 0.1)
     assert blocks == whole
 
@@ -478,7 +478,7 @@ def test_pruned_searches_give_the_brute_force_values(pairs):
     # every target of the exact betting bound and mean (many near-equal targets: the pruning
     # has to decide for most of them).
     from skmip.bounds.betting import _upper
-    from skmip.bounds.coupling import _betting_log_thresholds, _draw_values
+    from skmip.bounds.coupling_draws import _betting_log_thresholds, _draw_values
 
     rng = np.random.default_rng(7)
     level = np.exp(rng.normal(0.0, 0.1, size=(3000, 1, 1)))

@@ -1,4 +1,4 @@
-"""Certified swap distances (skmip.calibration.swap.certify): every stage bounds the exact one."""
+"""Certified swap distances (skmip.calibration.swap.certify, .row_sums, .pair_certifier): every stage bounds the exact one."""
 
 import numpy as np
 import pytest
@@ -6,8 +6,9 @@ from scipy.special import lambertw
 from sklearn.linear_model import LogisticRegression, PoissonRegressor
 
 from skmip.calibration.swap import polish_to_minimiser
-from skmip.calibration.swap import certify
-from skmip.calibration.swap.certify import PairCertifier, ball_radius, remainder_ratio
+from skmip.calibration.swap import certify, pair_certifier, row_sums
+from skmip.calibration.swap.certify import ball_radius, remainder_ratio
+from skmip.calibration.swap.pair_certifier import PairCertifier
 from skmip.calibration.swap.influence import _prepare, _take
 from skmip.calibration.losses.registry import get_smooth_loss
 from skmip.calibration.swap.newton import _pair_coefficients
@@ -73,7 +74,7 @@ def test_every_stage_bounds_the_exact_distance(make, data, stages, monkeypatch):
     if stages == 1:  # the closed form alone
         monkeypatch.setattr(PairCertifier, "tighten", lambda self, dist, bound, *a: bound)
     elif stages == 2:  # no exact solves
-        monkeypatch.setattr(certify, "exact_minimiser", lambda *a, **k: (np.zeros(3), np.inf))
+        monkeypatch.setattr(pair_certifier, "exact_minimiser", lambda *a, **k: (np.zeros(3), np.inf))
     targets = np.setdiff1d(np.arange(n), H)
     pe = _prepare(block, factor, H, whitener, True)
     px = _prepare(block, factor, targets, whitener, True)
@@ -124,8 +125,8 @@ def _row_sums_case(seed=3, n=60, d=4):
 def test_row_sums_are_the_exact_sums_or_bound_them(split, monkeypatch):
     FH, curv, lev, unorm, F, hinv, H = _row_sums_case()
     if split:  # only D rows of H summed exactly, the rest bounded by Cauchy-Schwarz
-        monkeypatch.setattr(certify, "_SUMS_WORK", 0.0)
-    sums = certify.RowSums(F, H, curv, lev, unorm, hinv=hinv)
+        monkeypatch.setattr(row_sums, "_SUMS_WORK", 0.0)
+    sums = row_sums.RowSums(F, H, curv, lev, unorm, hinv=hinv)
     h = FH @ hinv @ F.T  # (k, n): h_ij
     l, u = curv[:, None], unorm[:, None]
     exact = {
@@ -146,10 +147,10 @@ def test_row_sums_are_the_exact_sums_or_bound_them(split, monkeypatch):
 
 def test_row_sums_filled_as_the_rows_come_equal_the_sums_at_once(monkeypatch):
     # The streamed engine fills a fit's row sums chunk by chunk, rows repeated across chunks.
-    monkeypatch.setattr(certify, "_SUMS_WORK", 0.0)
+    monkeypatch.setattr(row_sums, "_SUMS_WORK", 0.0)
     FH, curv, lev, unorm, F, hinv, H = _row_sums_case()
-    whole = certify.RowSums(F, H, curv, lev, unorm, hinv=hinv)
-    lazy = certify.RowSums(F, H, curv, lev, unorm)
+    whole = row_sums.RowSums(F, H, curv, lev, unorm, hinv=hinv)
+    lazy = row_sums.RowSums(F, H, curv, lev, unorm)
     assert np.isnan(lazy.reach).all()  # nothing summed yet: a bound on it is not finite
     rng = np.random.default_rng(0)
     for rows in (rng.choice(len(F), (7, 2)), np.arange(len(F))[::-1]):  # repeats, then all
@@ -161,6 +162,6 @@ def test_row_sums_filled_as_the_rows_come_equal_the_sums_at_once(monkeypatch):
 
 def test_closed_form_bounds_the_exact_distance_with_split_row_sums(monkeypatch):
     # The same check as the stage-1 case above, with the row sums bounded, not summed.
-    monkeypatch.setattr(certify, "_SUMS_WORK", 0.0)
+    monkeypatch.setattr(row_sums, "_SUMS_WORK", 0.0)
     test_every_stage_bounds_the_exact_distance(
         lambda: LogisticRegression(C=1.0, solver="newton-cholesky", tol=1e-12), "logistic", 1, monkeypatch)

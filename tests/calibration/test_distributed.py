@@ -35,7 +35,7 @@ def client():
 def test_dask_backend_gives_the_sequential_result(client, moment):
     X, y = load_breast_cancer(return_X_y=True)
     X = StandardScaler().fit_transform(X)
-    kwargs = dict(n_splits=8, moment=moment, random_state=0, return_mean=True)
+    kwargs = dict(n_subsets=8, moment=moment, random_state=0, return_mean=True)
     expected = estimate_sigma(LogisticRegression(), X, y, n_jobs=1, **kwargs)
     with distributed.get_task_stream(client) as tasks, parallel_config(backend="dask"):
         got = estimate_sigma(LogisticRegression(), X, y, n_jobs=-1, **kwargs)
@@ -68,7 +68,7 @@ def test_swap_distance_rounds_on_the_cluster_are_the_sequential_ones(client, can
 def test_wrapper_fit_on_the_cluster_as_documented(client, cancer):
     """docs/coupling.md: ``with parallel_config(backend="dask"): MIPNoiseWrapper(..., n_jobs=-1)``."""
     X, y = cancer
-    kwargs = dict(eta=0.3, n_splits=16, n_rounds=30, random_state=0)
+    kwargs = dict(eta=0.3, n_rounds=30, random_state=0)
     expected = MIPNoiseWrapper(LogisticRegression(C=0.1), n_jobs=1, **kwargs).fit(X, y)
     with distributed.get_task_stream(client) as tasks, parallel_config(backend="dask"):
         got = MIPNoiseWrapper(LogisticRegression(C=0.1), n_jobs=-1, **kwargs).fit(X, y)

@@ -109,7 +109,7 @@ def test_wrapper_auto_calibrates_them_by_coupling(model):
     y = ys["poisson"] if isinstance(model, PoissonRegressor) else ys["gamma"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the fixed seed's PrivacyWarning
-        w = MIPNoiseWrapper(model, eta=0.3, n_rounds=60, n_splits=16, random_state=0).fit(X, y)
+        w = MIPNoiseWrapper(model, eta=0.3, n_rounds=60, random_state=0).fit(X, y)
     assert (w.method_, w.sensitivity_engine_) == ("coupling", "newton")
     assert w.coupling_eta_upper_ <= 0.3
     assert w.estimator_.coef_.shape == (3,) and np.ndim(w.estimator_.intercept_) == 0

@@ -15,7 +15,8 @@ from sklearn.dummy import DummyRegressor
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
-from skmip.calibration.spread.moments import CentralMomentAccumulator, _split_rows, _split_seeds, estimate_sigma
+from skmip.calibration.spread.moments import CentralMomentAccumulator, estimate_sigma
+from skmip.calibration.spread.subsets import draw_split_seeds, rows_by_choice
 
 # ---------------------------------------------------------------------------------------
 # Reference: a two-pass computation whose first pass is exact.
@@ -231,13 +232,13 @@ def cancer():
     return StandardScaler().fit_transform(X), y
 
 
-def brute_force(estimator, X, y, n_splits, moment, random_state, split_size=0.5, params=None):
+def brute_force(estimator, X, y, n_subsets, moment, random_state, train_size=0.5, params=None):
     """Algorithm 1's loop, written out: B fits kept in memory, then the moments."""
     n = X.shape[0]
-    m = int(np.floor(split_size * n)) if isinstance(split_size, float) else split_size
+    m = int(np.floor(train_size * n)) if isinstance(train_size, float) else train_size
     thetas = []
-    for seed in _split_seeds(random_state, n_splits):
-        rows = _split_rows(seed, n, m)
+    for seed in draw_split_seeds(random_state, n_subsets):
+        rows = rows_by_choice(seed, n, m)
         fitted = estimator.__class__(**estimator.get_params())
         fitted.fit(X[rows], y[rows]) if y is not None else fitted.fit(X[rows])
         thetas.append(
@@ -253,7 +254,7 @@ def test_matches_brute_force_on_breast_cancer(cancer, moment):
     X, y = cancer
     est = LogisticRegression(max_iter=500)
     sigma, mean = estimate_sigma(
-        est, X, y, n_splits=16, moment=moment, random_state=3, return_mean=True
+        est, X, y, n_subsets=16, moment=moment, random_state=3, return_mean=True
     )
     expected_sigma, expected_mean = brute_force(est, X, y, 16, moment, 3)
     assert sigma.shape == (31,)
@@ -266,7 +267,7 @@ def test_bit_identical_for_n_jobs_1_and_2(cancer, moment):
     X, y = cancer
     runs = [
         estimate_sigma(
-            LogisticRegression(max_iter=500), X, y, n_splits=20, moment=moment,
+            LogisticRegression(max_iter=500), X, y, n_subsets=20, moment=moment,
             random_state=7, n_jobs=n_jobs, return_mean=True,
         )
         for n_jobs in (1, 2)
@@ -275,26 +276,26 @@ def test_bit_identical_for_n_jobs_1_and_2(cancer, moment):
     np.testing.assert_array_equal(runs[0][1], runs[1][1])
 
 
-@pytest.mark.parametrize("split_size, m", [(0.5, 50), (30, 30)])
-def test_subsets_are_uniform_without_replacement(split_size, m):
+@pytest.mark.parametrize("train_size, m", [(0.5, 50), (30, 30)])
+def test_subsets_are_uniform_without_replacement(train_size, m):
     # Mean of a simple random sample of m of n values: Var = s^2 / m * (n - m) / (n - 1),
     # s^2 the population variance (1/n). With replacement it would be s^2 / m: 41 % larger
     # sd for m = n/2, far outside the tolerance below.
-    n, n_splits = 100, 512
+    n, n_subsets = 100, 512
     y = np.arange(float(n))
     exact = np.sqrt(y.var() / m * (n - m) / (n - 1))
     sigma = estimate_sigma(
-        DummyRegressor(), np.zeros((n, 1)), y, n_splits=n_splits, params=["constant_"],
-        split_size=split_size, random_state=11,
+        DummyRegressor(), np.zeros((n, 1)), y, n_subsets=n_subsets, params=["constant_"],
+        train_size=train_size, random_state=11,
     )
     # Standard error of a sample sd over B draws of a near-normal statistic: sd / sqrt(2B).
-    assert abs(sigma[0] - exact) < 4 * exact / np.sqrt(2 * n_splits)
+    assert abs(sigma[0] - exact) < 4 * exact / np.sqrt(2 * n_subsets)
 
 
 def test_unsupervised_estimator_and_moment_normalisation(rng):
     # StandardScaler.mean_ is the column mean: y=None path, params given by name.
     X = rng.standard_normal((60, 3)) * [1.0, 2.0, 5.0] + 10.0
-    sigma = estimate_sigma(StandardScaler(), X, n_splits=10, params=["mean_"], random_state=0)
+    sigma = estimate_sigma(StandardScaler(), X, n_subsets=10, params=["mean_"], random_state=0)
     expected, _ = brute_force(StandardScaler(), X, None, 10, 2, 0, params=["mean_"])
     np.testing.assert_allclose(sigma, expected, rtol=1e-9, atol=0)
 
@@ -304,22 +305,22 @@ def test_per_row_fit_params_are_subset(rng):
     y = rng.standard_normal(n)
     w = rng.uniform(0.5, 2.0, n)
     sigma = estimate_sigma(
-        DummyRegressor(), np.zeros((n, 1)), y, n_splits=12, params=["constant_"],
+        DummyRegressor(), np.zeros((n, 1)), y, n_subsets=12, params=["constant_"],
         random_state=5, fit_params={"sample_weight": w},
     )
     means = np.array(
-        [np.average(y[r], weights=w[r]) for r in (_split_rows(s, n, n // 2) for s in _split_seeds(5, 12))]
+        [np.average(y[r], weights=w[r]) for r in (rows_by_choice(s, n, n // 2) for s in draw_split_seeds(5, 12))]
     )
     np.testing.assert_allclose(sigma, [np.sqrt(np.mean((means - means.mean()) ** 2))], rtol=1e-9)
 
 
 def test_verbose_reports_progress(cancer, capsys):
     X, y = cancer
-    estimate_sigma(LogisticRegression(), X, y, n_splits=4, moment=3, random_state=0, verbose=1)
+    estimate_sigma(LogisticRegression(), X, y, n_subsets=4, moment=3, random_state=0, verbose=1)
     out = capsys.readouterr().out
     assert "estimate_sigma: 4/4 split fits (pass 1 of 2: mean)" in out
     assert "estimate_sigma: 4/4 split fits (pass 2 of 2: |theta - mean|^3)" in out
-    estimate_sigma(LogisticRegression(), X, y, n_splits=4, random_state=0)
+    estimate_sigma(LogisticRegression(), X, y, n_subsets=4, random_state=0)
     assert capsys.readouterr().out == ""
 
 
@@ -365,18 +366,18 @@ def _data(n=20):
     [
         ({"moment": 1.5}, ValueError, r"estimate_sigma: moment must be in \[2"),
         ({"moment": np.inf}, ValueError, "moment must be a finite"),
-        ({"n_splits": 1}, ValueError, r"n_splits must be in \[2, inf\]; got 1"),
-        ({"n_splits": 2.0}, TypeError, "n_splits must be an integer"),
-        ({"split_size": 1.0}, ValueError, r"split_size must be in \(0, 1\)"),
-        ({"split_size": 0.0}, ValueError, r"split_size must be in \(0, 1\)"),
-        ({"split_size": 20}, ValueError, r"split_size must be in \[2, 19\]; got 20"),
-        ({"split_size": 0.05}, ValueError, "gives 1 row.*at least 2 rows"),
+        ({"n_subsets": 1}, ValueError, r"n_subsets must be in \[2, inf\]; got 1"),
+        ({"n_subsets": 2.0}, TypeError, "n_subsets must be an integer"),
+        ({"train_size": 1.0}, ValueError, r"train_size must be in \(0, 1\)"),
+        ({"train_size": 0.0}, ValueError, r"train_size must be in \(0, 1\)"),
+        ({"train_size": 20}, ValueError, r"train_size must be in \[2, 19\]; got 20"),
+        ({"train_size": 0.05}, ValueError, "gives 1 row.*at least 2 rows"),
     ],
 )
 def test_parameter_errors(kwargs, error, match):
     X, y = _data()
     with pytest.raises(error, match=match):
-        estimate_sigma(DummyRegressor(), X, y, params=["constant_"], **{"n_splits": 4, **kwargs})
+        estimate_sigma(DummyRegressor(), X, y, params=["constant_"], **{"n_subsets": 4, **kwargs})
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
@@ -384,44 +385,44 @@ def test_non_finite_data(bad):
     X, y = _data()
     X[3, 0] = bad
     with pytest.raises(ValueError, match="X contains 1 NaN or infinite"):
-        estimate_sigma(DummyRegressor(), X, y, params=["constant_"], n_splits=4)
+        estimate_sigma(DummyRegressor(), X, y, params=["constant_"], n_subsets=4)
     X, y = _data()
     y[0] = bad
     with pytest.raises(ValueError, match="y contains 1 NaN or infinite"):
-        estimate_sigma(DummyRegressor(), X, y, params=["constant_"], n_splits=4)
+        estimate_sigma(DummyRegressor(), X, y, params=["constant_"], n_subsets=4)
 
 
 def test_too_few_rows_and_length_mismatch():
     X, y = _data(3)
-    with pytest.raises(ValueError, match="split_size=0.5 of n=3 rows gives 1 row"):
-        estimate_sigma(DummyRegressor(), X, y, params=["constant_"], n_splits=4)
+    with pytest.raises(ValueError, match="train_size=0.5 of n=3 rows gives 1 row"):
+        estimate_sigma(DummyRegressor(), X, y, params=["constant_"], n_subsets=4)
     X, y = _data(10)
     with pytest.raises(ValueError, match="X has 10 rows but y has 9"):
-        estimate_sigma(DummyRegressor(), X, y[:9], params=["constant_"], n_splits=4)
+        estimate_sigma(DummyRegressor(), X, y[:9], params=["constant_"], n_subsets=4)
 
 
 def test_split_missing_a_class_is_named_before_any_fit():
     X = np.zeros((40, 1))
     y = np.array([0] * 20 + [1] * 19 + [2])
     with pytest.raises(ValueError, match=r"split \d+ of 16 \(20 of 40 rows\) has no sample of class\(es\) \[2\]"):
-        estimate_sigma(MustNotFit(), X, y, n_splits=16, params=["coef_"], random_state=0)
+        estimate_sigma(MustNotFit(), X, y, n_subsets=16, params=["coef_"], random_state=0)
 
 
-@pytest.mark.parametrize("n_splits", [16, 40])  # one split per chunk; several per chunk
-def test_parameter_length_changing_between_splits(n_splits):
+@pytest.mark.parametrize("n_subsets", [16, 40])  # one split per chunk; several per chunk
+def test_parameter_length_changing_between_splits(n_subsets):
     X = np.repeat(np.arange(12.0), 2).reshape(-1, 1)
     with pytest.raises(
         ValueError,
-        match=rf"split \d+ of {n_splits} gave \d+ parameters but split \d+ gave \d+\..*fixed-size",
+        match=rf"split \d+ of {n_subsets} gave \d+ parameters but split \d+ gave \d+\..*fixed-size",
     ):
-        estimate_sigma(UniqueValues(), X, n_splits=n_splits, params=["values_"], random_state=0)
+        estimate_sigma(UniqueValues(), X, n_subsets=n_subsets, params=["values_"], random_state=0)
 
 
 def test_failing_fit_names_the_split():
     X, y = _data()
     X[7, 0] = -1
     with pytest.raises(RuntimeError, match=r"the fit on split \d+ of 8 \(10 rows\) failed: ZeroDivisionError: boom") as info:
-        estimate_sigma(FailsOnRow(), X, y, n_splits=8, params=["coef_"], random_state=0)
+        estimate_sigma(FailsOnRow(), X, y, n_subsets=8, params=["coef_"], random_state=0)
     assert isinstance(info.value.__cause__, ZeroDivisionError)
 
 
@@ -429,7 +430,7 @@ def test_non_finite_parameters_name_the_split():
     X, y = _data()
     X[7, 0] = -1
     with pytest.raises(ValueError, match=r"split \d+ of 8 gave NaN or infinite parameters"):
-        estimate_sigma(FailsOnRow(nan=True), X, y, n_splits=8, params=["coef_"], random_state=0)
+        estimate_sigma(FailsOnRow(nan=True), X, y, n_subsets=8, params=["coef_"], random_state=0)
 
 
 @pytest.mark.parametrize("fmt", ["coo", "dok", "lil", "csc"])
@@ -439,9 +440,24 @@ def test_sparse_inputs_of_any_format(fmt):
 
     X = sparse.random(40, 3, density=0.5, format="csr", random_state=0)
     y = np.asarray(X.sum(axis=1)).ravel() + np.linspace(-1, 1, 40)
-    kwargs = dict(n_splits=6, random_state=0)
+    kwargs = dict(n_subsets=6, random_state=0)
     expected = estimate_sigma(Ridge(), X, y, **kwargs)
     np.testing.assert_array_equal(estimate_sigma(Ridge(), X.asformat(fmt), y, **kwargs), expected)
     X.data[2] = np.nan
     with pytest.raises(ValueError, match="X contains 1 NaN or infinite"):
         estimate_sigma(Ridge(), X.asformat(fmt), y, **kwargs)
+
+
+def test_the_names_before_0_2_still_work_with_a_warning():
+    """n_splits / split_size (0.1) are n_subsets / train_size: same draws, same sigma."""
+    X, y = np.zeros((40, 1)), np.arange(40.0)
+    kw = dict(params=["constant_"], random_state=5)
+    new = estimate_sigma(DummyRegressor(), X, y, n_subsets=6, train_size=0.25, **kw)
+    with pytest.warns(FutureWarning) as record:
+        old = estimate_sigma(DummyRegressor(), X, y, n_splits=6, split_size=0.25, **kw)
+    assert {str(w.message).split(":")[1].split(" was")[0].strip() for w in record} == {"n_splits", "split_size"}
+    assert np.array_equal(new, old)
+    with pytest.raises(ValueError, match="n_splits=6 and n_subsets=8 were both set"):
+        estimate_sigma(DummyRegressor(), X, y, n_subsets=8, n_splits=6, **kw)
+    with pytest.raises(ValueError, match=r"split_size must be in \(0, 1\)"):
+        estimate_sigma(DummyRegressor(), X, y, split_size=1.5, **kw)

@@ -13,6 +13,7 @@ from scipy import integrate, special, stats
 from skmip.bounds import mip_noise_constant
 from skmip.exceptions import PrivacyWarning
 from skmip.calibration.noise_laws import (
+    MIPNoiseLaw,
     _sample_direction,
     mip_noise_logpdf,
     mip_norm,
@@ -286,3 +287,17 @@ def test_validation_messages(kwargs, exc, match):
 def test_logpdf_validates_x_shape():
     with pytest.raises(ValueError, match=r"mip_noise_logpdf: x must have shape \(2,\)"):
         mip_noise_logpdf(np.zeros(3), [1.0, 1.0], eta=0.1)
+
+
+def test_the_law_object_is_what_the_functions_draw_and_evaluate():
+    sigma = [1.0, 0.0, 2.0]
+    law = MIPNoiseLaw(sigma, eta=0.2, moment=4, radius="laplace")
+    assert (law.dim, law.eta, law.moment, law.radius) == (2, 0.2, 4.0, "laplace")
+    with _no_warning():  # the law draws for audits: no warning, even for the printed radius
+        x = law.sample(5, _gen(3))
+    with pytest.warns(PrivacyWarning, match="Laplace"):
+        y = sample_mip_noise(sigma, eta=0.2, moment=4, radius="laplace", random_state=_gen(3), n_samples=5)
+    np.testing.assert_array_equal(x, y)  # the same stream, the same noise
+    np.testing.assert_array_equal(law.logpdf(x), mip_noise_logpdf(x, sigma, eta=0.2, moment=4, radius="laplace"))
+    with pytest.raises(ValueError, match=r"my_audit: eta must be in \(0, 0.5\]"):
+        MIPNoiseLaw(sigma, eta=0.0, owner="my_audit")

@@ -15,7 +15,8 @@ from sklearn.tree import DecisionTreeClassifier
 from skmip import MIPNoiseWrapper
 from skmip.bounds import coupling_eta_per_target, coupling_noise_scale
 from skmip.exceptions import PrivacyWarning
-from skmip.calibration.swap import design_noise_factor, estimate_swap_deltas, polish_to_minimiser
+from skmip.calibration.noise_shape import design_noise_factor
+from skmip.calibration.swap import estimate_swap_deltas, polish_to_minimiser
 from skmip.calibration.noise_shape import _design_shape, _influence_vectors
 from skmip.calibration.losses.registry import get_smooth_loss
 
@@ -88,7 +89,7 @@ def test_design_shape_gives_a_rare_column_its_own_noise():
     L = design_noise_factor(est, X, y, train_size=k, random_state=0)
     assert np.allclose(L, np.tril(L)) and np.all(np.diag(L) > 0)
     np.testing.assert_array_equal(L, design_noise_factor(est, X, y, train_size=k, random_state=0))  # deterministic
-    from skmip.calibration.swap import estimate_noise_factor
+    from skmip.calibration.spread.noise_factor import estimate_noise_factor
 
     F = estimate_noise_factor(est, X, y, train_size=k, n_subsets=128, random_state=0, polish=True)
     full = polish_to_minimiser(LogisticRegression(C=0.1).fit(X, y), X, y)
@@ -174,7 +175,7 @@ def test_wrapper_auto_shape_is_the_design_for_smooth_losses(cancer):
 def test_design_shares_follow_the_predicted_exposure():
     """The shares of alpha are half even, half proportional to the squared exposure
     v_i'S^-1 v_i of the designed shape; the shape is the same with or without them."""
-    from skmip.calibration.swap import design_target_shares
+    from skmip.calibration.noise_shape import design_target_shares
 
     X, y = _rare_column_data()
     est = LogisticRegression(C=0.1)
@@ -215,7 +216,7 @@ def test_wrapper_spends_alpha_by_the_design_shares(cancer, monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
         MIPNoiseWrapper(LogisticRegression(C=0.1), **kw).fit(X, y)
-        MIPNoiseWrapper(LogisticRegression(C=0.1), noise_shape="full", n_splits=64, **kw).fit(X, y)
+        MIPNoiseWrapper(LogisticRegression(C=0.1), noise_shape="full", n_subsets=64, **kw).fit(X, y)
     design, full = seen
     _, expected = design_noise_factor(LogisticRegression(C=0.1), X, y, train_size=len(X) // 2,
                                       return_shares=True, random_state=0)

@@ -88,7 +88,7 @@ def test_wrapper_auto_calibrates_it_by_coupling(iris):
     assert get_smooth_loss(LinearSVC()) is not None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the fixed seed's PrivacyWarning
-        w = MIPNoiseWrapper(LinearSVC(C=0.1), eta=0.3, n_rounds=60, n_splits=16, random_state=0).fit(X, y)
+        w = MIPNoiseWrapper(LinearSVC(C=0.1), eta=0.3, n_rounds=60, random_state=0).fit(X, y)
     assert (w.method_, w.sensitivity_engine_) == ("coupling", "newton")
     assert w.estimator_.coef_.shape == (3, 4)
     # The squared hinge declares no self-concordance constant: its distances are estimates,
@@ -102,4 +102,4 @@ def test_uncertified_distances_warn_that_no_eta_is_promised(iris):
 
     X, y = iris
     with pytest.warns(PrivacyWarning, match="estimates, not proven upper bounds"):
-        MIPNoiseWrapper(LinearSVC(C=0.1), eta=0.3, n_rounds=30, n_splits=16, random_state=0).fit(X, y)
+        MIPNoiseWrapper(LinearSVC(C=0.1), eta=0.3, n_rounds=30, random_state=0).fit(X, y)

@@ -360,7 +360,7 @@ def test_noise_factor_matches_the_covariance_of_subset_means():
     # S the population covariance of the rows (sampling without replacement). Each entry
     # of the sample covariance over m subsets has relative error about sqrt(2 / m); 5 of
     # those is the tolerance.
-    from skmip.calibration.swap import estimate_noise_factor
+    from skmip.calibration.spread.noise_factor import estimate_noise_factor
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(40, 3)) @ np.array([[1.0, 0.8, 0.0], [0.0, 0.6, 0.3], [0.0, 0.0, 0.5]])
@@ -385,7 +385,7 @@ def test_noise_factor_matches_the_covariance_of_subset_means():
 
 
 def test_noise_factor_handles_constant_coordinates_and_feeds_the_deltas():
-    from skmip.calibration.swap import estimate_noise_factor
+    from skmip.calibration.spread.noise_factor import estimate_noise_factor
 
     X, y = _ridge_data()
     X0 = np.c_[X, np.zeros(len(X))]  # its coefficient is 0 on every subset

@@ -76,7 +76,7 @@ def test_auto_trains_estimators_without_adapter_on_synthetic_data(estimator):
 def test_estimators_with_an_adapter_keep_their_route():
     X, y = _blobs(300)
     X = (X - X.mean(0)) / X.std(0)
-    w = _quiet(MIPNoiseWrapper(LogisticRegression(), eta=0.3, n_splits=8, n_rounds=50, random_state=0).fit, X, y)
+    w = _quiet(MIPNoiseWrapper(LogisticRegression(), eta=0.3, n_rounds=50, random_state=0).fit, X, y)
     assert w.method_ == "coupling"
 
 

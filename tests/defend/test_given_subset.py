@@ -84,7 +84,7 @@ def _toy_classification(n=40, seed=0):
     return X, y
 
 
-FAST_WRAPPER = dict(method="moments", n_splits=4)
+FAST_WRAPPER = dict(method="moments", n_subsets=4)
 
 
 @pytest.mark.parametrize("make, data", [
@@ -145,7 +145,7 @@ def test_the_cli_promise_column_uses_the_real_k_and_n():
     from skmip.app import audit_plan
 
     spec = audit_plan.estimator_from_name("logreg")
-    options = SimpleNamespace(eta=[0.3], mip_method="auto", n_rounds=60, n_splits=16, bound=0.881,
+    options = SimpleNamespace(eta=[0.3], mip_method="auto", n_rounds=60, n_subsets=16, bound=0.881,
                               sampling_rate=0.5, mu=1.0, epsilon=2.0)
     rows, _ = audit_plan.plan_rows([(spec, ["mip"])], options, 2, 2, 9)
     (mip,) = [r for r in rows if r.key == "mip"]

@@ -63,6 +63,6 @@ def test_ridge_on_the_features_is_calibrated_by_coupling_with_exact_swaps():
     np.testing.assert_allclose(newton.distances, refit.distances, rtol=1e-7)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the fixed seed's PrivacyWarning
-        w = MIPNoiseWrapper(model, eta=0.3, n_rounds=60, n_splits=16, random_state=0).fit(Z, y)
+        w = MIPNoiseWrapper(model, eta=0.3, n_rounds=60, random_state=0).fit(Z, y)
     assert (w.method_, w.sensitivity_engine_) == ("coupling", "newton")
     assert not hasattr(w.estimator_, "X_fit_")

@@ -30,7 +30,7 @@ def cancer():
 
 def test_fit_sets_documented_attributes(cancer):
     X, y = cancer
-    w = MIPNoiseWrapper(LogisticRegression(C=0.1), method="moments", eta=0.2, n_splits=8, random_state=0).fit(X, y)
+    w = MIPNoiseWrapper(LogisticRegression(C=0.1), method="moments", eta=0.2, n_subsets=8, random_state=0).fit(X, y)
     d = X.shape[1] + 1
     assert w.sigma_.shape == (d,) and np.all(w.sigma_ > 0)
     assert w.noise_constant_ == pytest.approx(mip_noise_constant(0.2, 2))
@@ -47,7 +47,7 @@ def test_released_model_holds_no_unnoised_parameters(cancer):
     none of its parameters may appear anywhere in the pickled wrapper or estimator_."""
     X, y = cancer
     X, y = X[:200], y[:200]
-    w = MIPNoiseWrapper(LogisticRegression(), method="moments", eta=0.3, n_splits=8, train_size=1.0, random_state=1)
+    w = MIPNoiseWrapper(LogisticRegression(), method="moments", eta=0.3, n_subsets=8, train_size=1.0, random_state=1)
     w.fit(X, y)
     clean = LogisticRegression(random_state=None).fit(X, y)
     # the wrapper fixed the inner seed; lbfgs ignores it, so the fits agree
@@ -70,7 +70,7 @@ def test_noise_radius_follows_gamma_law():
     theta = np.append(LinearRegression().fit(X, y).coef_, LinearRegression().fit(X, y).intercept_)
     radii = []
     for seed in range(300):
-        w = MIPNoiseWrapper(LinearRegression(), method="moments", eta=0.3, moment=4, n_splits=4, train_size=1.0,
+        w = MIPNoiseWrapper(LinearRegression(), method="moments", eta=0.3, moment=4, n_subsets=4, train_size=1.0,
                             random_state=seed).fit(X, y)
         released = np.append(w.estimator_.coef_, w.estimator_.intercept_)
         radii.append(mip_norm(released - theta, w.sigma_, 4) / w.noise_constant_)
@@ -82,21 +82,21 @@ def test_noise_radius_follows_gamma_law():
 def test_fixed_seed_warns_and_none_draws_fresh_noise(cancer):
     X, y = cancer
     with pytest.warns(PrivacyWarning, match="subtract"):
-        MIPNoiseWrapper(LogisticRegression(), method="moments", n_splits=4, random_state=0).fit(X, y)
+        MIPNoiseWrapper(LogisticRegression(), method="moments", n_subsets=4, random_state=0).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyWarning)
-        a = MIPNoiseWrapper(LogisticRegression(), method="moments", n_splits=4).fit(X, y)
-        b = MIPNoiseWrapper(LogisticRegression(), method="moments", n_splits=4).fit(X, y)
+        a = MIPNoiseWrapper(LogisticRegression(), method="moments", n_subsets=4).fit(X, y)
+        b = MIPNoiseWrapper(LogisticRegression(), method="moments", n_subsets=4).fit(X, y)
     assert not np.allclose(a.estimator_.coef_, b.estimator_.coef_)
 
 
 
-# The message quotes docs/coupling.md's measurement and names every better route.
+# A short message that points to the docs section holding the measured figures and the
+# better routes (test_fallback_docs_section_holds_the_figures checks that section).
 _MOMENTS_FALLBACK = (
     r"method='auto' releases this (MLPClassifier|GaussianMixture) with Corollary 10's noise.*"
-    r"near coin-flip utility, 0\.45-0\.63 test accuracy on breast cancer.*"
-    r"SubsampledDPClassifier for any classifier; skmip\.nn\.DPNeuralNetClassifier \(DP-SGD, "
-    r"or privacy='gmip'.*private head, a LogisticRegression, Ridge or LinearRegression"
+    r"near coin-flip utility; docs/mip_noise\.md \('Two calibrations, and the default'\).*"
+    r"Pass method='moments' to choose it knowingly"
 )
 
 
@@ -111,7 +111,7 @@ def test_auto_falling_back_to_moments_says_so(cancer, estimator, supervised):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # ConvergenceWarning of the MLP
         with pytest.warns(PrivacyWarning, match=_MOMENTS_FALLBACK):
-            w = MIPNoiseWrapper(estimator, n_splits=4, random_state=0).fit(X, y if supervised else None)
+            w = MIPNoiseWrapper(estimator, n_subsets=4, random_state=0).fit(X, y if supervised else None)
     assert w.method_ == "moments"
 
 
@@ -124,12 +124,12 @@ def test_no_fallback_warning_where_auto_couples_or_moments_is_chosen(cancer):
         # units, sigma = 0, which warns); the seed's own warning is not the one tested here
         warnings.filterwarnings("ignore", message=".*fixes the privacy noise", category=PrivacyWarning)
         auto = MIPNoiseWrapper(
-            LogisticRegression(), eta=0.3, n_splits=4, n_rounds=100, random_state=0
+            LogisticRegression(), eta=0.3, n_subsets=4, n_rounds=100, random_state=0
         ).fit(X, y)
         mlp = MLPClassifier((3,), max_iter=30, random_state=0)
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Stochastic Optimizer")  # ConvergenceWarning
-            chosen = MIPNoiseWrapper(mlp, method="moments", n_splits=4, random_state=0).fit(X, y)
+            chosen = MIPNoiseWrapper(mlp, method="moments", n_subsets=4, random_state=0).fit(X, y)
     assert (auto.method_, chosen.method_) == ("coupling", "moments")
 
 
@@ -137,7 +137,7 @@ def test_same_seed_reproduces_and_inner_learner_is_made_deterministic(cancer):
     X, y = cancer
     X, y = X[:120], y[:120]
     mlp = MLPClassifier(hidden_layer_sizes=(3,), max_iter=30, random_state=None)
-    kwargs = dict(eta=0.3, n_splits=4, random_state=7)
+    kwargs = dict(eta=0.3, n_subsets=4, random_state=7)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ConvergenceWarning
         a = MIPNoiseWrapper(mlp, **kwargs).fit(X, y)
@@ -158,11 +158,11 @@ def test_sigma_from_dataset_matches_theorem_9_subsets(cancer):
 
     X, y = cancer
     est = Ridge(alpha=1.0)
-    w = MIPNoiseWrapper(est, method="moments", n_splits=64, random_state=3).fit(X, y)
-    w_alg1 = MIPNoiseWrapper(est, method="moments", n_splits=64, sigma_from="train", random_state=3).fit(X, y)
+    w = MIPNoiseWrapper(est, method="moments", n_subsets=64, random_state=3).fit(X, y)
+    w_alg1 = MIPNoiseWrapper(est, method="moments", n_subsets=64, sigma_from="train", random_state=3).fit(X, y)
     ratio = np.median(w_alg1.sigma_ / w.sigma_)
     assert 1.2 < ratio < 1.7
-    direct = estimate_sigma(est, X, y, n_splits=64, split_size=w.n_train_, random_state=0)
+    direct = estimate_sigma(est, X, y, n_subsets=64, train_size=w.n_train_, random_state=0)
     assert np.median(direct / w.sigma_) == pytest.approx(1.0, abs=0.25)
 
 
@@ -172,7 +172,7 @@ def test_sigma_from_dataset_matches_theorem_9_subsets(cancer):
         ({"eta": 0.7}, r"eta must be in \(0, 0.5\]; got 0.7"),
         ({"eta": 0}, r"eta must be in \(0, 0.5\]"),
         ({"moment": 1.5}, r"moment must be in \[2"),
-        ({"n_splits": 1}, r"n_splits must be .*got 1"),
+        ({"n_subsets": 1}, r"n_subsets must be .*got 1"),
         ({"train_size": 0.0}, r"train_size must be in \(0"),
         ({"train_size": 1.5}, r"train_size must be in \(0"),
         ({"radius": "normal"}, r"radius must be one of 'gamma', 'laplace'; got 'normal'"),
@@ -181,7 +181,7 @@ def test_sigma_from_dataset_matches_theorem_9_subsets(cancer):
 )
 def test_bad_hyperparameters_name_the_parameter(cancer, params, match):
     X, y = cancer
-    w = MIPNoiseWrapper(LogisticRegression(), method="moments", **{"n_splits": 4, **params})
+    w = MIPNoiseWrapper(LogisticRegression(), method="moments", **{"n_subsets": 4, **params})
     with pytest.raises(ValueError, match=match):
         w.fit(X, y)
     assert not hasattr(w, "estimator_") and not hasattr(w, "n_features_in_")
@@ -192,24 +192,24 @@ def test_bad_data_errors(cancer):
     Xn = X.copy()
     Xn[3, 2] = np.nan
     with pytest.raises(ValueError, match="NaN"):
-        MIPNoiseWrapper(LogisticRegression(), method="moments", n_splits=4).fit(Xn, y)
+        MIPNoiseWrapper(LogisticRegression(), method="moments", n_subsets=4).fit(Xn, y)
     with pytest.raises(ValueError, match="at least 4 training rows"):
-        MIPNoiseWrapper(LogisticRegression(), method="moments", n_splits=4).fit(X[:5], y[:5])
+        MIPNoiseWrapper(LogisticRegression(), method="moments", n_subsets=4).fit(X[:5], y[:5])
     # method="auto" trains k-NN on synthetic data (tests/defend/test_any_estimator.py); noising it
     # is refused with the ways out.
     with pytest.raises(TypeError, match="params=\\["):
-        MIPNoiseWrapper(KNeighborsClassifier(), method="moments", n_splits=4, random_state=0).fit(X, y)
+        MIPNoiseWrapper(KNeighborsClassifier(), method="moments", n_subsets=4, random_state=0).fit(X, y)
     y_rare = np.zeros(len(y), dtype=int)
     y_rare[0] = 1
     with pytest.raises(ValueError, match="class"):
-        MIPNoiseWrapper(LogisticRegression(), method="moments", n_splits=8, train_size=0.5, random_state=0).fit(X, y_rare)
+        MIPNoiseWrapper(LogisticRegression(), method="moments", n_subsets=8, train_size=0.5, random_state=0).fit(X, y_rare)
 
 
 def test_failed_refit_keeps_previous_state(cancer):
     X, y = cancer
-    w = MIPNoiseWrapper(LogisticRegression(), method="moments", n_splits=4, random_state=0).fit(X, y)
+    w = MIPNoiseWrapper(LogisticRegression(), method="moments", n_subsets=4, random_state=0).fit(X, y)
     before = w.estimator_
-    w.set_params(n_splits=1)
+    w.set_params(n_subsets=1)
     with pytest.raises(ValueError):
         w.fit(X, y)
     assert w.estimator_ is before
@@ -220,7 +220,7 @@ def test_delegation_follows_the_inner_estimator(cancer):
     assert hasattr(MIPNoiseWrapper(LogisticRegression()), "predict_proba")
     assert not hasattr(MIPNoiseWrapper(LinearRegression()), "predict_proba")
     assert not hasattr(MIPNoiseWrapper(LogisticRegression()), "sample")
-    gm = MIPNoiseWrapper(GaussianMixture(n_components=2), n_splits=4, eta=0.5, random_state=0)
+    gm = MIPNoiseWrapper(GaussianMixture(n_components=2), n_subsets=4, eta=0.5, random_state=0)
     gm.fit(X[:, :2])
     samples, labels = gm.sample(10)
     assert samples.shape == (10, 2)
@@ -229,22 +229,22 @@ def test_delegation_follows_the_inner_estimator(cancer):
 
 def test_clone_pickle_pipeline_and_cross_validate(cancer):
     X, y = cancer
-    w = MIPNoiseWrapper(LogisticRegression(C=0.1), method="moments", eta=0.3, n_splits=4, random_state=0)
+    w = MIPNoiseWrapper(LogisticRegression(C=0.1), method="moments", eta=0.3, n_subsets=4, random_state=0)
     assert clone(w).get_params()["eta"] == 0.3
     w.fit(X, y)
     again = pickle.loads(pickle.dumps(w))
     np.testing.assert_array_equal(again.predict(X), w.predict(X))
-    pipe = make_pipeline(StandardScaler(), MIPNoiseWrapper(LogisticRegression(), method="moments", n_splits=4, random_state=0))
+    pipe = make_pipeline(StandardScaler(), MIPNoiseWrapper(LogisticRegression(), method="moments", n_subsets=4, random_state=0))
     pipe.fit(X, y)
     assert pipe.score(X, y) >= 0
-    res = cross_validate(MIPNoiseWrapper(LogisticRegression(), method="moments", n_splits=4, random_state=0), X, y, cv=3)
+    res = cross_validate(MIPNoiseWrapper(LogisticRegression(), method="moments", n_subsets=4, random_state=0), X, y, cv=3)
     assert len(res["test_score"]) == 3
 
 
 def test_grid_search_over_privacy_and_inner_parameters(cancer):
     X, y = cancer
     grid = GridSearchCV(
-        MIPNoiseWrapper(LogisticRegression(), method="moments", n_splits=4, random_state=0),
+        MIPNoiseWrapper(LogisticRegression(), method="moments", n_subsets=4, random_state=0),
         {"eta": [0.1, 0.5], "moment": [2, 4], "estimator__C": [0.1, 1.0]},
         cv=2,
     ).fit(X, y)
@@ -254,30 +254,30 @@ def test_grid_search_over_privacy_and_inner_parameters(cancer):
 
 def test_mip_noise_path_shares_sigma_and_draws_independent_noise(cancer):
     X, y = cancer
-    path = mip_noise_path(LogisticRegression(), X, y, method="moments", etas=[0.1, 0.3, 0.5], n_splits=8, random_state=0)
+    path = mip_noise_path(LogisticRegression(), X, y, method="moments", etas=[0.1, 0.3, 0.5], n_subsets=8, random_state=0)
     assert [w.mip_bound_ for w in path] == [0.1, 0.3, 0.5]
     assert all(w.sigma_ is path[0].sigma_ for w in path)
     coefs = [w.estimator_.coef_ for w in path]
     assert not np.allclose(coefs[0], coefs[1])
-    single = MIPNoiseWrapper(LogisticRegression(), method="moments", eta=0.3, n_splits=8, random_state=0).fit(X, y)
+    single = MIPNoiseWrapper(LogisticRegression(), method="moments", eta=0.3, n_subsets=8, random_state=0).fit(X, y)
     np.testing.assert_array_equal(single.sigma_, path[0].sigma_)
     with pytest.raises(ValueError, match="eta"):
-        mip_noise_path(LogisticRegression(), X, y, method="moments", etas=[0.1, 0.9], n_splits=4)
+        mip_noise_path(LogisticRegression(), X, y, method="moments", etas=[0.1, 0.9], n_subsets=4)
 
 
 def test_laplace_radius_warns(cancer):
     X, y = cancer
     with pytest.warns(PrivacyWarning, match="[Ll]aplace"):
-        MIPNoiseWrapper(LogisticRegression(), method="moments", radius="laplace", n_splits=4, random_state=0).fit(X, y)
+        MIPNoiseWrapper(LogisticRegression(), method="moments", radius="laplace", n_subsets=4, random_state=0).fit(X, y)
 
 
 def _check_instances():
-    kw = dict(n_splits=4, eta=0.5, random_state=0)
+    kw = dict(n_subsets=4, eta=0.5, random_state=0)
     return [
         MIPNoiseWrapper(LogisticRegression(), method="moments", **kw),
         MIPNoiseWrapper(Ridge(), method="moments", **kw),
         # eta = 0.45 < 1/2 needs real noise; few rounds keep the checks fast.
-        MIPNoiseWrapper(Ridge(), n_splits=16, eta=0.45, random_state=0, method="coupling", n_rounds=40),
+        MIPNoiseWrapper(Ridge(), eta=0.45, random_state=0, method="coupling", n_rounds=40),
     ]
 
 
@@ -305,7 +305,7 @@ def test_sample_weight_follows_the_rows(cancer):
     X, y = cancer
     w = np.ones(len(X))
     w[y == 1] = 5.0
-    kw = dict(eta=0.5, n_splits=4, random_state=0, train_size=1.0)
+    kw = dict(eta=0.5, n_subsets=4, random_state=0, train_size=1.0)
     a = MIPNoiseWrapper(LogisticRegression(), method="moments", **kw).fit(X, y, sample_weight=w)
     b = MIPNoiseWrapper(LogisticRegression(), method="moments", **kw).fit(X, y)
     assert not np.allclose(a.sigma_, b.sigma_)
@@ -329,7 +329,7 @@ def test_a_calibration_subset_missing_a_class_is_explained(method, shape, where)
     y = np.zeros(30, dtype=int)
     y[:3], y[3:5] = 1, 2
     X += y[:, None]
-    w = MIPNoiseWrapper(LogisticRegression(), eta=0.1, method=method, noise_shape=shape, n_splits=16,
+    w = MIPNoiseWrapper(LogisticRegression(), eta=0.1, method=method, noise_shape=shape, n_subsets=16,
                         n_rounds=20, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -21,7 +21,7 @@ def small():
     return StandardScaler().fit_transform(X[rows]), y[rows]
 
 
-FAST = dict(n_splits=64, n_rounds=150)
+FAST = dict(n_rounds=150)
 
 
 def test_auto_picks_coupling_where_swap_distances_are_closed_form():
@@ -53,14 +53,14 @@ def test_noise_scale_is_the_bound_on_the_swap_distances(small):
     from skmip.calibration.spread.moments import estimate_sigma
 
     X, y = small
-    kw = dict(eta=0.3, noise_shape="diagonal", random_state=5, train_size=1.0, **FAST)
+    kw = dict(eta=0.3, noise_shape="diagonal", n_subsets=64, random_state=5, train_size=1.0, **FAST)
     w = MIPNoiseWrapper(LogisticRegression(C=0.1), **kw).fit(X, y)
 
     rng = np.random.default_rng(5)
     est = fix_inner_random_state(LogisticRegression(C=0.1), draw_seed(rng))
     sigma_seed, coupling_seed = draw_seed(rng), draw_seed(rng)
     k = len(X) // 2
-    sigma = estimate_sigma(est, X, y, n_splits=64, split_size=k, random_state=sigma_seed)
+    sigma = estimate_sigma(est, X, y, n_subsets=64, train_size=k, random_state=sigma_seed)
     np.testing.assert_array_equal(sigma, w.sigma_)
     deltas = estimate_swap_deltas(est, X, y, scale=sigma, n_rounds=150, train_size=k, polish=True,
                                   random_state=coupling_seed)
@@ -135,7 +135,7 @@ def test_a_few_outlying_records_deciding_the_noise_are_named(small):
     loud_X = X.copy()
     loud_X[0] = [30.0, 0.0]
     model = Ridge(alpha=1.0)
-    kw = dict(eta=0.45, random_state=0, n_splits=32, n_rounds=30)
+    kw = dict(eta=0.45, random_state=0, n_rounds=30)
     with pytest.warns(UserWarning, match=r"set by \d+ record\(s\).*MinMaxScaler"):
         loud = MIPNoiseWrapper(model, **kw).fit(loud_X, y)
     with warnings.catch_warnings(record=True) as caught:

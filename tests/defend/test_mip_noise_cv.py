@@ -26,7 +26,7 @@ def cancer():
 
 
 # Small enough for the test suite; eta >= 0.2 is certifiable with 40 rounds on ~100 rows.
-FAST = dict(n_splits=16, n_rounds=40, method="coupling")
+FAST = dict(n_rounds=40, method="coupling")
 
 
 def test_one_calibration_per_fold_and_one_for_the_refit(cancer, monkeypatch):
@@ -180,11 +180,11 @@ def _check_instances():
     # rows than MIPNoiseWrapper's own checks get (tests/defend/test_mip_noise.py), so two splits hold
     # out a quarter (stratified for the classifier: the split fits need every class).
     return [
-        MIPNoiseWrapperCV(LogisticRegression(), etas=(0.45, 0.5), method="moments", n_splits=4,
+        MIPNoiseWrapperCV(LogisticRegression(), etas=(0.45, 0.5), method="moments", n_subsets=4,
                           cv=StratifiedShuffleSplit(n_splits=2, test_size=0.25, random_state=0),
                           random_state=0),
         # eta = 0.45 < 1/2 needs real noise; few rounds keep the checks fast.
-        MIPNoiseWrapperCV(Ridge(), etas=(0.45,), method="coupling", n_splits=16, n_rounds=40,
+        MIPNoiseWrapperCV(Ridge(), etas=(0.45,), method="coupling", n_rounds=40,
                           cv=ShuffleSplit(n_splits=2, test_size=0.25, random_state=0), random_state=0),
     ]
 
@@ -222,14 +222,14 @@ def test_scoring_is_used_for_the_folds_and_for_score(cancer):
 
     X, y = cancer
     search = MIPNoiseWrapperCV(LogisticRegression(C=0.1), etas=[0.3, 0.5], cv=2, scoring="roc_auc",
-                               method="moments", n_splits=4, random_state=0).fit(X, y)
+                               method="moments", n_subsets=4, random_state=0).fit(X, y)
     assert np.all((search.scores_ >= 0) & (search.scores_ <= 1))
     assert search.score(X, y) == get_scorer("roc_auc")(search.best_estimator_, X, y)
 
 
 def test_verbose_prints_a_line_per_fold_and_the_refit(cancer, capsys):
     X, y = cancer
-    MIPNoiseWrapperCV(LogisticRegression(C=0.1), etas=[0.3, 0.5], cv=2, method="moments", n_splits=4,
+    MIPNoiseWrapperCV(LogisticRegression(C=0.1), etas=[0.3, 0.5], cv=2, method="moments", n_subsets=4,
                       verbose=1, random_state=0).fit(X, y)
     out = capsys.readouterr().out.splitlines()
     # verbose=1 is the search's own progress; the calibrations print from verbose=2.

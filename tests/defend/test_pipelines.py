@@ -144,7 +144,7 @@ def test_moments_keeps_noising_every_step():
     # every step fitted on D_train and noised together.
     X, y = load_breast_cancer(return_X_y=True)
     w = _quiet(MIPNoiseWrapper(make_pipeline(StandardScaler(), LogisticRegression()), eta=0.5,
-                               method="moments", n_splits=8, random_state=0), X, y)
+                               method="moments", n_subsets=8, random_state=0), X, y)
     assert w.method_ == "moments"
     assert not np.allclose(w.estimator_[0].mean_, StandardScaler().fit(X).mean_)
 
@@ -153,7 +153,7 @@ def test_cli_row_shows_its_calibration_and_every_warning_of_its_fit(tmp_path, ca
     from skmip.app.cli import main
 
     out = tmp_path / "audit.json"
-    argv = ["--n-models", "4", "--n-splits", "8", "--n-samples", "160", "--n-jobs", "1", "-q",
+    argv = ["--n-models", "4", "--n-subsets", "8", "--n-samples", "160", "--n-jobs", "1", "-q",
             "--dataset", "breast_cancer", "--defense", "mip", "--eta", "0.45", "--json", str(out),
             "--estimator", "sklearn.neural_network.MLPClassifier(hidden_layer_sizes=(3,), max_iter=20)"]
     assert main(argv) == 0
@@ -169,7 +169,7 @@ def test_cli_row_shows_its_calibration_and_every_warning_of_its_fit(tmp_path, ca
 
 
 @parametrize_with_checks([
-    MIPNoiseWrapper(make_pipeline(StandardScaler(), Ridge()), n_splits=16, eta=0.45, random_state=0, n_rounds=40),
+    MIPNoiseWrapper(make_pipeline(StandardScaler(), Ridge()), eta=0.45, random_state=0, n_rounds=40),
 ])
 def test_sklearn_compatible(estimator, check):
     check(estimator)

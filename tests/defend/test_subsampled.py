@@ -7,8 +7,9 @@ import warnings
 import numpy as np
 import pytest
 from scipy import stats
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.datasets import load_breast_cancer
+from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.pipeline import make_pipeline
@@ -19,6 +20,7 @@ from skmip.bounds import epsilon_for_positive_accuracy, negative_accuracy_bound,
 from skmip.defend.dp_logistic import DPLogisticRegression
 from skmip.exceptions import PrivacyWarning
 from skmip.defend.subsampled import SubsampledDPClassifier
+from skmip.promise import stated_promise
 
 
 class _SpyDP(ClassifierMixin, BaseEstimator):
@@ -66,7 +68,7 @@ def test_rows_are_kept_independently_with_probability_T():
     sizes = []
     rng = np.random.default_rng(0)
     for _ in range(fits):
-        clf = SubsampledDPClassifier(_SpyDP(), sampling_rate=T, epsilon=1.0, random_state=rng).fit(X, y)
+        clf = SubsampledDPClassifier(_SpyDP(), train_size=T, epsilon=1.0, random_state=rng).fit(X, y)
         counts[clf.estimator_.seen_ids_] += 1
         sizes.append(clf.n_train_)
         assert clf.n_train_ == len(clf.estimator_.seen_ids_)
@@ -83,7 +85,7 @@ def test_rows_are_kept_independently_with_probability_T():
 def test_target_bound_sets_epsilon_and_the_bound_equals_the_target(cancer):
     X, y = cancer
     for T in (0.1, 0.3, 0.5):
-        clf = SubsampledDPClassifier(target_bound=0.881, sampling_rate=T, random_state=0).fit(X, y)
+        clf = SubsampledDPClassifier(target_bound=0.881, train_size=T, random_state=0).fit(X, y)
         # DPLogisticRegression is pure epsilon-DP: delta_ = 0 and the bound is exact.
         assert clf.delta_ == 0.0
         assert clf.epsilon_ == pytest.approx(epsilon_for_positive_accuracy(0.881, sampling_rate=T))
@@ -96,14 +98,14 @@ def test_target_bound_sets_epsilon_and_the_bound_equals_the_target(cancer):
 def test_delta_is_passed_to_an_approximate_dp_learner_and_enters_the_bound():
     X = np.column_stack([np.arange(200), np.zeros(200)])
     y = np.arange(200) % 2
-    clf = SubsampledDPClassifier(_SpyDP(), sampling_rate=0.5, target_bound=0.881, delta=1e-5,
+    clf = SubsampledDPClassifier(_SpyDP(), train_size=0.5, target_bound=0.881, delta=1e-5,
                                  min_tpr=0.01, random_state=0).fit(X, y)
     assert clf.delta_ == 1e-5 and clf.estimator_.delta == 1e-5
     expected = epsilon_for_positive_accuracy(0.881, sampling_rate=0.5, delta=1e-5, min_tpr=0.01)
     assert clf.epsilon_ == pytest.approx(expected)
     assert clf.positive_accuracy_bound_ == pytest.approx(0.881)
     # Fixed epsilon: the bound is Theorem 3.3 at (eps, delta, min_tpr), corrected delta-term.
-    clf = SubsampledDPClassifier(_SpyDP(), sampling_rate=0.5, epsilon=3.0, random_state=0).fit(X, y)
+    clf = SubsampledDPClassifier(_SpyDP(), train_size=0.5, epsilon=3.0, random_state=0).fit(X, y)
     assert clf.positive_accuracy_bound_ == pytest.approx(
         positive_accuracy_bound(3.0, sampling_rate=0.5, delta=1e-5, min_tpr=0.01)
     )
@@ -119,7 +121,7 @@ def test_the_inner_estimators_own_epsilon_is_used_when_none_is_given(cancer):
 
 def test_no_record_of_kept_rows_and_the_pool_label_set_reaches_the_inner_model(cancer):
     X, y = cancer
-    clf = SubsampledDPClassifier(sampling_rate=0.2, epsilon=1.0, random_state=0).fit(X, y)
+    clf = SubsampledDPClassifier(train_size=0.2, epsilon=1.0, random_state=0).fit(X, y)
     for obj in (clf, clf.estimator_):
         for name, value in vars(obj).items():
             arr = np.asarray(value) if isinstance(value, (np.ndarray, list)) else None
@@ -134,14 +136,14 @@ def test_missing_class_without_a_classes_parameter_is_an_error():
     y[0] = 1  # one rare label: a subsample will often miss it
     with pytest.raises(ValueError, match="misses class"):
         for seed in range(20):
-            SubsampledDPClassifier(_SpyDP(), sampling_rate=0.2, epsilon=1.0, random_state=seed).fit(X, y)
+            SubsampledDPClassifier(_SpyDP(), train_size=0.2, epsilon=1.0, random_state=seed).fit(X, y)
 
 
 def test_errors_are_clear_and_leave_the_earlier_fit_intact(cancer):
     X, y = cancer
-    clf = SubsampledDPClassifier(sampling_rate=0.3, target_bound=0.881, random_state=0).fit(X, y)
+    clf = SubsampledDPClassifier(train_size=0.3, target_bound=0.881, random_state=0).fit(X, y)
     before = {k: v for k, v in vars(clf).items() if k.endswith("_")}
-    clf.set_params(sampling_rate=0.9, target_bound=0.731)  # eps = 0 gives 0.9 > 0.731
+    clf.set_params(train_size=0.9, target_bound=0.731)  # eps = 0 gives 0.9 > 0.731
     with pytest.raises(ValueError, match="even epsilon = 0 only guarantees 0.9"):
         clf.fit(X, y)
     after = {k: v for k, v in vars(clf).items() if k.endswith("_")}
@@ -152,8 +154,8 @@ def test_errors_are_clear_and_leave_the_earlier_fit_intact(cancer):
         SubsampledDPClassifier(LogisticRegression()).fit(X, y)
     with pytest.raises(TypeError, match="A Pipeline does not qualify"):
         SubsampledDPClassifier(make_pipeline(StandardScaler(), DPLogisticRegression())).fit(X, y)
-    with pytest.raises(ValueError, match="sampling_rate must be in"):
-        SubsampledDPClassifier(sampling_rate=0.0).fit(X, y)
+    with pytest.raises(ValueError, match="train_size must be in"):
+        SubsampledDPClassifier(train_size=0.0).fit(X, y)
     with pytest.raises(ValueError, match="target_bound must be in"):
         SubsampledDPClassifier(target_bound=1.0).fit(X, y)
 
@@ -185,22 +187,50 @@ def test_delegation_follows_the_inner_estimator(cancer):
     assert clf.score(X, y) == pytest.approx(np.mean(clf.predict(X) == y))
 
 
-def test_grid_search_over_sampling_rate_at_a_fixed_bound(cancer):
+def test_grid_search_over_train_size_at_a_fixed_bound(cancer):
     # Thudi Figure 5 as a one-liner: every candidate has the same MI bound; the search picks
     # the sampling rate whose (sampling rate, epsilon) pair gives the best accuracy.
     X, y = cancer
     rates = [0.05, 0.1, 0.3, 0.5, 0.7]
     search = GridSearchCV(
-        SubsampledDPClassifier(target_bound=0.881, random_state=0), {"sampling_rate": rates}, cv=4
+        SubsampledDPClassifier(target_bound=0.881, random_state=0), {"train_size": rates}, cv=4
     ).fit(X, y)
     scores = search.cv_results_["mean_test_score"]
     assert np.all(np.isfinite(scores))
     best = search.best_estimator_
-    assert best.sampling_rate == rates[int(np.argmax(scores))]
+    assert best.train_size == rates[int(np.argmax(scores))]
     assert best.positive_accuracy_bound_ == pytest.approx(0.881, rel=1e-12)
-    assert best.epsilon_ == pytest.approx(epsilon_for_positive_accuracy(0.881, sampling_rate=best.sampling_rate))
+    assert best.epsilon_ == pytest.approx(epsilon_for_positive_accuracy(0.881, sampling_rate=best.train_size))
     # The trade-off is real on this data: neither extreme of the grid is the best choice.
-    assert best.sampling_rate not in (rates[0], rates[-1])
+    assert best.train_size not in (rates[0], rates[-1])
+
+
+def test_sampling_rate_is_a_deprecated_alias_of_train_size(cancer):
+    X, y = cancer
+    old = SubsampledDPClassifier(_SpyDP(), sampling_rate=0.3, epsilon=1.0, random_state=0)
+    assert clone(old).get_params()["sampling_rate"] == 0.3  # clone and get_params keep it
+    with pytest.warns(FutureWarning, match="sampling_rate was renamed train_size"):
+        old.fit(X, y)
+    new = SubsampledDPClassifier(_SpyDP(), train_size=0.3, epsilon=1.0, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)  # the new name does not warn
+        new.fit(X, y)
+    # The alias is used when set: the same subsample and the same bound as train_size=0.3.
+    np.testing.assert_array_equal(old.estimator_.seen_ids_, new.estimator_.seen_ids_)
+    assert old.positive_accuracy_bound_ == new.positive_accuracy_bound_
+    assert old.stated_promise() == new.stated_promise()
+
+
+def test_the_stated_promise_is_the_fitted_bound(cancer):
+    X, y = cancer
+    clf = SubsampledDPClassifier(_SpyDP(), train_size=0.4, epsilon=2.0, random_state=0)
+    with pytest.raises(NotFittedError):
+        clf.stated_promise()
+    clf.fit(X, y)
+    promise = stated_promise(clf)
+    assert promise.kind == "positive_accuracy" and promise.value == clf.positive_accuracy_bound_
+    assert promise.details == {"n_train": clf.n_train_, "epsilon": 2.0, "delta": clf.delta_,
+                               "sampling_rate": 0.4, "min_tpr": 0.01}
 
 
 def test_cross_validation_with_the_default_estimator(cancer):
@@ -222,7 +252,7 @@ def test_lira_audit_respects_the_stated_bound(cancer):
         game = game_mod.play_membership_game(learner, X, y, n_models=24, member_rate=T,
                                              sampling="bernoulli", random_state=1)
         scores = lira.lira_scores(game.signal, game.membership)
-        bound = SubsampledDPClassifier(epsilon=eps, sampling_rate=T, random_state=0).fit(X, y).positive_accuracy_bound_
+        bound = SubsampledDPClassifier(epsilon=eps, train_size=T, random_state=0).fit(X, y).positive_accuracy_bound_
         assert bound < 0.8  # an informative bound, not the trivial 1
         check = metrics.check_positive_accuracy_bound(game.membership, scores, bound)
         assert check.holds, check

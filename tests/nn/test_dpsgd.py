@@ -239,6 +239,33 @@ def test_gdp_and_gmip_modes(data):
     assert low.mu_ <= gdp_mu(low.noise_multiplier_, B, n, T) + 1e-12
 
 
+
+def test_gradient_susceptibility_sets_the_gmip_bound_and_gmip_K_is_its_deprecated_name(data):
+    """K of Leemann Theorem 5.1: ``gradient_susceptibility``; ``gmip_K`` warns and is used."""
+    X, y = data
+    n, B, T = len(X), 32, 2 * (len(X) // 32)
+    d = 30 * 8 + 8 + 8 * 2 + 2
+    # With K = d (the default) mu = 1 needs noise; with K = 1 plain clipped SGD already has it.
+    K = 1.0
+    assert gmip_mu(0.0, B, n, T, d=d) > 1.0 > gmip_mu(0.0, B, n, T, d=d, K=K)
+    kw = dict(privacy="gmip", mu=1.0, noise_multiplier=None, max_epochs=2)
+    net = make(gradient_susceptibility=K, **kw)
+    assert net.get_params()["gradient_susceptibility"] == K and net.get_params()["gmip_K"] == "deprecated"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        net.fit(X, y)
+    assert net.noise_multiplier_ == 0.0 and net.mu_ == pytest.approx(gmip_mu(0.0, B, n, T, d=d, K=K))
+    assert make(**kw).fit(X, y).noise_multiplier_ > 0
+    old = make(gmip_K=K, **kw)
+    assert clone(old).get_params()["gmip_K"] == K
+    with pytest.warns(FutureWarning, match="gmip_K was renamed gradient_susceptibility"):
+        old.fit(X, y)
+    assert old.noise_multiplier_ == net.noise_multiplier_ and old.mu_ == net.mu_
+    with pytest.raises(ValueError, match="were both set"):
+        make(gmip_K=K, gradient_susceptibility=K, **kw).fit(X, y)
+    with pytest.raises(ValueError, match="gradient_susceptibility must be"):
+        make(gradient_susceptibility=-1.0, **kw).fit(X, y)
+
 def test_logistic_regression_sklearn_api(data):
     X, y = data
     clf = DPSGDLogisticRegression(noise_multiplier=1.0, max_epochs=3, random_state=0).fit(X, y)

@@ -175,7 +175,7 @@ def test_wrapper_noises_only_the_head_end_to_end(digits):
     bb = _backbone(X.shape[1], width=8)
     before = _state(bb)
     with pytest.warns(PrivacyWarning, match="random_state"):
-        private = MIPNoiseWrapper(PrivateHeadClassifier(bb, C=1.0), eta=0.25, n_splits=32,
+        private = MIPNoiseWrapper(PrivateHeadClassifier(bb, C=1.0), eta=0.25,
                                   n_rounds=100, random_state=0).fit(X, y % 2)
     assert private.method_ == "coupling" and private.sensitivity_engine_ == "newton"
     assert private.coupling_eta_upper_ <= 0.25

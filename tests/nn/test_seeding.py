@@ -200,13 +200,13 @@ def test_mip_noise_wrapper_end_to_end(data):
     wrappers = pytest.importorskip("skmip.defend")
     X, y = data
     net = make_net(random_state=None)
-    w = wrappers.MIPNoiseWrapper(net, eta=0.45, n_splits=6, random_state=0).fit(X, y)
+    w = wrappers.MIPNoiseWrapper(net, eta=0.45, n_subsets=6, random_state=0).fit(X, y)
     released = w.estimator_
     assert len(released.history_) == 0
     assert w.sigma_.shape == (30 * 8 + 8 + 8 * 2 + 2,) and np.all(w.sigma_ > 0)
     assert w.predict(X).shape == (len(X),)
     # The wrapper fixes one integer seed per fit: repeat fits give the same release.
-    w2 = wrappers.MIPNoiseWrapper(net, eta=0.45, n_splits=6, random_state=0).fit(X, y)
+    w2 = wrappers.MIPNoiseWrapper(net, eta=0.45, n_subsets=6, random_state=0).fit(X, y)
     np.testing.assert_array_equal(vec(w.estimator_), vec(w2.estimator_))
     np.testing.assert_array_equal(w.sigma_, w2.sigma_)
 

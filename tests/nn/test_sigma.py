@@ -10,7 +10,8 @@ from sklearn.base import clone  # noqa: E402
 from sklearn.datasets import load_digits  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 
-from skmip.calibration.spread.moments import _split_rows, _split_seeds, estimate_sigma  # noqa: E402
+from skmip.calibration.spread.moments import estimate_sigma  # noqa: E402
+from skmip.calibration.spread.subsets import draw_split_seeds, rows_by_choice  # noqa: E402
 from skmip.nn import MLPModule, NeuralNetClassifier, SkorchAdapter  # noqa: E402
 
 
@@ -30,13 +31,13 @@ def test_batched_split_fits_match_a_sequential_loop(monkeypatch):
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(NeuralNetClassifier, "fit_subsets", spy)
-    sigma = estimate_sigma(net, X, y, n_splits=8, split_size=200, random_state=3)
+    sigma = estimate_sigma(net, X, y, n_subsets=8, train_size=200, random_state=3)
     assert sum(calls) == 8  # every split went through the batched hook
 
-    seeds = _split_seeds(3, 8)
+    seeds = draw_split_seeds(3, 8)
     vecs = np.stack([
         SkorchAdapter().get_vector(clone(net).fit(X[r], y[r]))
-        for r in (_split_rows(s, 400, 200) for s in seeds)
+        for r in (rows_by_choice(s, 400, 200) for s in seeds)
     ])
     brute = vecs.std(axis=0)  # M = 2, 1/B normalisation (Algorithm 1)
     steps = net.max_epochs * 4

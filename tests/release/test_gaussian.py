@@ -16,7 +16,7 @@ from skmip.bounds import mip_noise_constant
 from skmip.audit.game import play_membership_game
 from skmip.audit.metrics import check_mip_bound, membership_advantage
 from skmip.calibration.spread.moments import estimate_sigma
-from skmip.params import GaussianMixtureAdapter, _project_psd
+from skmip.params import GaussianMixtureAdapter, nearest_psd as _project_psd
 from skmip.release.gaussian import (
     CopyingSynthesizer,
     MIPGaussianSynthesizer,
@@ -44,7 +44,7 @@ def _unpack(values, d):
 
 # ----------------------------------------------------------------------------- attributes
 def test_fitted_attributes_describe_the_release(gaussian_data):
-    synth = MIPGaussianSynthesizer(eta=0.3, method="moments", moment=4, n_splits=16,
+    synth = MIPGaussianSynthesizer(eta=0.3, method="moments", moment=4, n_subsets=16,
                                    random_state=0).fit(gaussian_data)
     assert set(k for k in vars(synth) if k.endswith("_")) == {
         "mean_", "covariance_", "sqrt_covariance_", "method_", "noise_constant_", "noise_scale_",
@@ -66,7 +66,7 @@ def test_fitted_attributes_describe_the_release(gaussian_data):
 def test_release_is_the_wrapper_release_post_processed(gaussian_data, center):
     # The synthesizer adds nothing private of its own: its covariance is the PSD projection of
     # exactly what MIPNoiseWrapper releases for the same statistic and seed.
-    kw = dict(eta=0.2, moment=2, n_splits=8, radius="gamma", train_size=0.5, random_state=3)
+    kw = dict(eta=0.2, moment=2, n_subsets=8, radius="gamma", train_size=0.5, random_state=3)
     synth = MIPGaussianSynthesizer(center=center, method="moments", **kw).fit(gaussian_data)
     stat = Statistic(mean_and_covariance, structure="vector") if center else Statistic("second_moment")
     released = MIPNoiseWrapper(stat, method="moments", **kw).fit(gaussian_data).estimator_.statistic_
@@ -81,7 +81,7 @@ def test_release_is_the_wrapper_release_post_processed(gaussian_data, center):
 
 def test_nothing_unnoised_is_kept(gaussian_data):
     # With train_size=1.0, D_train is the data itself, so its un-noised statistic is known.
-    synth = MIPGaussianSynthesizer(eta=0.4, n_splits=8, train_size=1.0, random_state=0).fit(gaussian_data)
+    synth = MIPGaussianSynthesizer(eta=0.4, n_subsets=8, train_size=1.0, random_state=0).fit(gaussian_data)
     exact = mean_and_covariance(gaussian_data)
     blob = pickle.dumps(synth)
     for value in exact:
@@ -92,7 +92,7 @@ def test_nothing_unnoised_is_kept(gaussian_data):
 
 
 def test_sample_has_the_released_law(gaussian_data):
-    synth = MIPGaussianSynthesizer(eta=0.5, moment=6, n_splits=16, random_state=1).fit(gaussian_data)
+    synth = MIPGaussianSynthesizer(eta=0.5, moment=6, n_subsets=16, random_state=1).fit(gaussian_data)
     samples = synth.sample(20_000, random_state=2)
     assert samples.shape == (20_000, 3)
     # Each projection u^T x is N(u^T mean_, u^T covariance_ u): a KS test per direction.
@@ -105,7 +105,7 @@ def test_sample_has_the_released_law(gaussian_data):
 
 
 def test_sample_uses_its_own_random_state(gaussian_data):
-    synth = MIPGaussianSynthesizer(eta=0.5, n_splits=8, random_state=0).fit(gaussian_data)
+    synth = MIPGaussianSynthesizer(eta=0.5, n_subsets=8, random_state=0).fit(gaussian_data)
     np.testing.assert_array_equal(synth.sample(4, random_state=7), synth.sample(4, random_state=7))
     assert not np.array_equal(synth.sample(4, random_state=7), synth.sample(4, random_state=8))
 
@@ -113,7 +113,7 @@ def test_sample_uses_its_own_random_state(gaussian_data):
 def test_center_false_is_izzo_zero_mean_release():
     rng = np.random.default_rng(1)
     X = rng.multivariate_normal(np.zeros(3), COV, size=4000)
-    synth = MIPGaussianSynthesizer(eta=0.5, moment=6, n_splits=8, center=False, random_state=0).fit(X)
+    synth = MIPGaussianSynthesizer(eta=0.5, moment=6, n_subsets=8, center=False, random_state=0).fit(X)
     np.testing.assert_array_equal(synth.mean_, np.zeros(3))
     assert np.allclose(synth.sample(5, random_state=0).shape, (5, 3))
 
@@ -129,7 +129,7 @@ def test_mean_and_covariance_matches_numpy(gaussian_data):
 def test_fixed_seed_warns_once_under_own_name(gaussian_data):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        MIPGaussianSynthesizer(eta=0.5, n_splits=4, random_state=0).fit(gaussian_data)
+        MIPGaussianSynthesizer(eta=0.5, n_subsets=4, random_state=0).fit(gaussian_data)
     privacy = [w for w in caught if issubclass(w.category, PrivacyWarning)]
     assert len(privacy) == 1
     assert "MIPGaussianSynthesizer" in str(privacy[0].message)
@@ -137,7 +137,7 @@ def test_fixed_seed_warns_once_under_own_name(gaussian_data):
 
 def test_laplace_radius_warning_reaches_the_user(gaussian_data):
     with pytest.warns(PrivacyWarning, match="(?i)laplace"):
-        MIPGaussianSynthesizer(eta=0.5, method="moments", n_splits=4, radius="laplace", random_state=0).fit(gaussian_data)
+        MIPGaussianSynthesizer(eta=0.5, method="moments", n_subsets=4, radius="laplace", random_state=0).fit(gaussian_data)
 
 
 @pytest.mark.parametrize(
@@ -146,7 +146,7 @@ def test_laplace_radius_warning_reaches_the_user(gaussian_data):
         ({"eta": 0.7}, ValueError, "MIPGaussianSynthesizer: eta must be in"),
         ({"method": "exact"}, ValueError, "MIPGaussianSynthesizer: method"),
         ({"moment": 1}, ValueError, "MIPGaussianSynthesizer: moment"),
-        ({"n_splits": 1}, ValueError, "MIPGaussianSynthesizer: n_splits"),
+        ({"n_subsets": 1}, ValueError, "MIPGaussianSynthesizer: n_subsets"),
         ({"radius": "normal"}, ValueError, "MIPGaussianSynthesizer: radius"),
         ({"center": "yes"}, TypeError, "MIPGaussianSynthesizer: center"),
         ({"train_size": 0.0}, ValueError, "MIPGaussianSynthesizer: train_size"),
@@ -160,7 +160,7 @@ def test_invalid_parameters(gaussian_data, params, error, match):
 
 @pytest.mark.parametrize("method", ["coupling", "moments"])
 def test_failed_fit_leaves_nothing_fitted(method):
-    synth = MIPGaussianSynthesizer(eta=0.5, method=method, n_splits=4, random_state=0)
+    synth = MIPGaussianSynthesizer(eta=0.5, method=method, n_subsets=4, random_state=0)
     with pytest.raises(ValueError, match="NaN|infinity"):
         synth.fit(np.array([[1.0, np.nan], [0.0, 1.0], [2.0, 1.0], [1.0, 1.0]]))
     with pytest.raises(ValueError, match="at least"):
@@ -171,13 +171,13 @@ def test_failed_fit_leaves_nothing_fitted(method):
 
 
 def test_sample_rejects_bad_n_samples(gaussian_data):
-    synth = MIPGaussianSynthesizer(eta=0.5, n_splits=4, random_state=0).fit(gaussian_data)
+    synth = MIPGaussianSynthesizer(eta=0.5, n_subsets=4, random_state=0).fit(gaussian_data)
     with pytest.raises(ValueError, match="n_samples"):
         synth.sample(0)
 
 
-@parametrize_with_checks([MIPGaussianSynthesizer(n_splits=4, random_state=0),
-                          MIPGaussianSynthesizer(method="moments", n_splits=4, random_state=0)])
+@parametrize_with_checks([MIPGaussianSynthesizer(n_subsets=4, random_state=0),
+                          MIPGaussianSynthesizer(method="moments", n_subsets=4, random_state=0)])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
@@ -200,7 +200,7 @@ class _NoCanonicalOrder(GaussianMixtureAdapter):
 def test_mixture_sigma_needs_canonical_order(separated_mixture):
     X = separated_mixture
     gm = GaussianMixture(3, random_state=0)
-    kw = dict(n_splits=16, random_state=0)
+    kw = dict(n_subsets=16, random_state=0)
     ordered = estimate_sigma(gm, X, params=GaussianMixtureAdapter(), **kw)
     unordered = estimate_sigma(gm, X, params=_NoCanonicalOrder(), **kw)
     means = slice(3, 9)  # weights (3), then the 3 x 2 means
@@ -214,7 +214,7 @@ def test_mixture_sigma_needs_canonical_order(separated_mixture):
 
 
 def test_mixture_release_samples(separated_mixture):
-    w = MIPNoiseWrapper(GaussianMixture(3), eta=0.5, moment=4, n_splits=8, random_state=0)
+    w = MIPNoiseWrapper(GaussianMixture(3), eta=0.5, moment=4, n_subsets=8, random_state=0)
     w.fit(separated_mixture)
     released = w.estimator_
     assert released.weights_.sum() == pytest.approx(1.0) and released.weights_.min() > 0
@@ -240,7 +240,7 @@ def audit_pool():
 @pytest.mark.parametrize("attack", ["score_samples", _closest_record])
 def test_membership_audit_within_bound(audit_pool, attack):
     eta = 0.1
-    synth = MIPGaussianSynthesizer(eta=eta, n_splits=16, train_size=1.0)
+    synth = MIPGaussianSynthesizer(eta=eta, n_subsets=16, train_size=1.0)
     game = play_membership_game(synth, audit_pool, n_models=32, output=attack, random_state=0)
     check = check_mip_bound(game.membership, game.signal, eta)
     assert check.holds, check
@@ -261,7 +261,7 @@ def test_audit_detects_a_copying_synthesizer(audit_pool):
 def test_score_samples_is_the_released_gaussian_density(audit_pool):
     """score_samples = log N(x; mean_, covariance_): a function of the released attributes only
     (set here to known values), finite when the released covariance is singular."""
-    synth = MIPGaussianSynthesizer(eta=0.3, n_splits=16, random_state=0).fit(audit_pool)
+    synth = MIPGaussianSynthesizer(eta=0.3, n_subsets=16, random_state=0).fit(audit_pool)
     synth.mean_, synth.covariance_ = np.array([0.5, -0.2]), np.array([[2.0, 0.3], [0.3, 0.5]])
     expected = stats.multivariate_normal(synth.mean_, synth.covariance_).logpdf(audit_pool[:10])
     np.testing.assert_allclose(synth.score_samples(audit_pool[:10]), expected, rtol=1e-10)
@@ -300,7 +300,20 @@ def test_coupling_on_many_rows_uses_the_jensen_bound(gaussian_data):
     # Second moment of data with mean MEAN: COV + MEAN MEAN^T. Corollary 10 at the same eta
     # (the paper's release) is many times further from it.
     target = COV + np.outer(MEAN, MEAN)
-    moments = MIPGaussianSynthesizer(eta=0.1, method="moments", n_splits=16, center=False,
+    moments = MIPGaussianSynthesizer(eta=0.1, method="moments", n_subsets=16, center=False,
                                      random_state=0).fit(gaussian_data)
     err = np.linalg.norm(synth.covariance_ - target)
     assert 10 * err < np.linalg.norm(moments.covariance_ - target)
+
+
+def test_n_splits_is_the_deprecated_name_of_n_subsets(gaussian_data):
+    kw = dict(eta=0.5, method="moments", random_state=0)
+    new = MIPGaussianSynthesizer(n_subsets=8, **kw).fit(gaussian_data)
+    with pytest.warns(FutureWarning, match="n_splits was renamed n_subsets"):
+        old = MIPGaussianSynthesizer(n_splits=8, **kw).fit(gaussian_data)
+    assert np.array_equal(new.covariance_, old.covariance_) and np.array_equal(new.mean_, old.mean_)
+    from sklearn.base import clone
+
+    assert clone(old).get_params()["n_splits"] == 8
+    with pytest.raises(ValueError, match="were both set"):
+        MIPGaussianSynthesizer(n_subsets=4, n_splits=8, **kw).fit(gaussian_data)

@@ -12,8 +12,9 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skmip import DPMarginalSynthesizer, MIPMarginalSynthesizer, PrivacyWarning
 from skmip.bounds import coupling_eta
-from skmip.release.marginals import (_consistent_tables, _round_counts, _rounding_marginals, _systematic_resample,
-                             chow_liu_tree, select_pairs)
+from skmip.release.marginal_sampling import (_consistent_tables, _round_counts, _rounding_marginals,
+                                            _systematic_resample)
+from skmip.release.marginals import chow_liu_tree, select_pairs
 from skmip.calibration.swap import marginal_swap_deltas
 
 pytestmark = pytest.mark.filterwarnings("ignore::skmip.exceptions.PrivacyWarning")

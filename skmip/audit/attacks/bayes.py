@@ -25,7 +25,7 @@ from sklearn.utils.parallel import Parallel, delayed
 
 from skmip.utils.rng import resolve_rng
 from skmip.utils.validation import check_int, check_interval, check_moment, check_option
-from skmip.calibration.noise_laws import _check_common, _draw_mip_noise, _logpdf_rows
+from skmip.calibration.noise_laws import MIPNoiseLaw
 
 __all__ = ["ExactAuditResult", "exact_mip_advantage"]
 
@@ -198,22 +198,9 @@ def _exact_sigma(outputs, weights, moment):
 # --------------------------------------------------------------------------- noise
 
 
-class _MIPNoise:
-    """Sampler and log-density of the MIP noise (validated parameters, no warnings)."""
-
-    def __init__(self, sigma, active, eta, moment, radius):
-        self.args = (sigma, active, eta, moment, radius)
-
-    def sample(self, n, rng):
-        sigma, active, eta, moment, radius = self.args
-        return _draw_mip_noise(sigma, active, eta, moment, radius, rng, n)
-
-    def logpdf(self, x):
-        return _logpdf_rows(x, *self.args)
-
-
 class _GenericNoise:
-    """A user's (sampler, logpdf) pair, with the shapes checked."""
+    """A user's (sampler, logpdf) pair, with the shapes checked (the interface of
+    :class:`~skmip.calibration.noise_laws.MIPNoiseLaw`: ``sample(n, rng)``, ``logpdf(x)``)."""
 
     def __init__(self, sampler, logpdf, d):
         self.sampler, self.log_density, self.d = sampler, logpdf, d
@@ -276,6 +263,54 @@ def _audit_chunk(noise, outputs, weights, cnt_in, cnt_out, n_draws, stratified, 
     if stratified:
         g = np.einsum("mut,u->mt", g.reshape(n_draws, n_out, -1), weights)
     return g
+
+
+def _check_records(data, target):
+    """``n`` (even, in [2, 16]) and the target rows as a 1-D integer array."""
+    n = check_int(
+        _OWNER, "len(data)", _n_records(data), 2, _MAX_N,
+        why=f"All C(n, n/2) halves are enumerated, which is feasible up to n={_MAX_N} "
+        "(12,870 halves).",
+    )
+    if n % 2:
+        raise ValueError(
+            f"{_OWNER}: len(data) must be even (Definition 1 with k = n/2); got {n}. Drop or "
+            "duplicate a record."
+        )
+    if target is None:
+        return n, np.arange(n)
+    targets = np.atleast_1d(np.asarray(target))
+    if targets.ndim != 1 or not np.issubdtype(targets.dtype, np.integer) or targets.size == 0:
+        raise TypeError(
+            f"{_OWNER}: target must be an int or a 1-D array of row indices; got {target!r}."
+        )
+    if np.any((targets < 0) | (targets >= n)):
+        raise ValueError(
+            f"{_OWNER}: target must be row indices in [0, {n - 1}]; got {targets.tolist()}."
+        )
+    return n, targets
+
+
+def _check_noise_spec(eta, sigma, noise_sampler, noise_logpdf):
+    """Whether a generic noise is given (else the MIP noise, which needs ``eta``)."""
+    generic = noise_sampler is not None or noise_logpdf is not None
+    if generic:
+        if noise_sampler is None or noise_logpdf is None:
+            raise ValueError(
+                f"{_OWNER}: a generic noise needs both noise_sampler and noise_logpdf; got "
+                f"only {'noise_sampler' if noise_logpdf is None else 'noise_logpdf'}."
+            )
+        if eta is not None or sigma is not None:
+            raise ValueError(
+                f"{_OWNER}: give either the MIP noise (eta, sigma) or a generic noise "
+                "(noise_sampler, noise_logpdf), not both."
+            )
+    elif eta is None:
+        raise ValueError(
+            f"{_OWNER}: eta is required for the MIP noise (or pass noise_sampler and "
+            "noise_logpdf for a generic noise)."
+        )
+    return generic
 
 
 def exact_mip_advantage(
@@ -428,52 +463,11 @@ def exact_mip_advantage(
     >>> bool(abs(res.advantage[0] - exact) < 4 * res.std_error[0])
     True
     """
-    # -- data and targets
-    n = _n_records(data)
-    n = check_int(
-        _OWNER, "len(data)", n, 2, _MAX_N,
-        why=f"All C(n, n/2) halves are enumerated, which is feasible up to n={_MAX_N} "
-        "(12,870 halves).",
-    )
-    if n % 2:
-        raise ValueError(
-            f"{_OWNER}: len(data) must be even (Definition 1 with k = n/2); got {n}. Drop or "
-            "duplicate a record."
-        )
-    if target is None:
-        targets = np.arange(n)
-    else:
-        targets = np.atleast_1d(np.asarray(target))
-        if targets.ndim != 1 or not np.issubdtype(targets.dtype, np.integer) or targets.size == 0:
-            raise TypeError(
-                f"{_OWNER}: target must be an int or a 1-D array of row indices; got {target!r}."
-            )
-        if np.any((targets < 0) | (targets >= n)):
-            raise ValueError(
-                f"{_OWNER}: target must be row indices in [0, {n - 1}]; got {targets.tolist()}."
-            )
+    n, targets = _check_records(data, target)
     n_mc = check_int(_OWNER, "n_mc", n_mc, 2, None, why="A standard error needs 2 draws.")
     if not (isinstance(stratify, bool) or stratify == "auto"):
         check_option(_OWNER, "stratify", stratify, ("auto", True, False))
-
-    generic = noise_sampler is not None or noise_logpdf is not None
-    if generic:
-        if noise_sampler is None or noise_logpdf is None:
-            raise ValueError(
-                f"{_OWNER}: a generic noise needs both noise_sampler and noise_logpdf; got "
-                f"only {'noise_sampler' if noise_logpdf is None else 'noise_logpdf'}."
-            )
-        if eta is not None or sigma is not None:
-            raise ValueError(
-                f"{_OWNER}: give either the MIP noise (eta, sigma) or a generic noise "
-                "(noise_sampler, noise_logpdf), not both."
-            )
-    elif eta is None:
-        raise ValueError(
-            f"{_OWNER}: eta is required for the MIP noise (or pass noise_sampler and "
-            "noise_logpdf for a generic noise)."
-        )
-
+    generic = _check_noise_spec(eta, sigma, noise_sampler, noise_logpdf)
     rng = resolve_rng(random_state)
     data = _as_indexable(data)
 
@@ -487,15 +481,13 @@ def exact_mip_advantage(
     else:
         if sigma is None:
             sigma = _exact_sigma(outputs, weights, check_moment(_OWNER, moment))
-        sigma_used, active, eta_v, moment_v, radius_v = _check_common(
-            _OWNER, sigma, eta, moment, radius
-        )
+        noise = MIPNoiseLaw(sigma, eta=eta, moment=moment, radius=radius, owner=_OWNER)
+        sigma_used = noise.sigma
         if sigma_used.size != d:
             raise ValueError(
                 f"{_OWNER}: sigma has {sigma_used.size} coordinates but algorithm returns "
                 f"{d}; pass one scale per output coordinate."
             )
-        noise = _MIPNoise(sigma_used, active, eta_v, moment_v, radius_v)
 
     # -- Monte Carlo over the noise (and the half, unless stratified)
     stratified = n_out <= _STRATIFY_MAX_OUTPUTS if stratify == "auto" else bool(stratify)

@@ -10,9 +10,11 @@ accuracy is at most :math:`\max(q, 1-q) + \eta`.
 On a tiny :math:`D` everything is enumerable: this module refits the learner on **every**
 subset with its own exact minimiser (:func:`exact_minimiser`, batched Newton on the
 objective scikit-learn documents, to a gradient of 1e-9; it never calls
-:mod:`skmip.calibration.swap` or :mod:`skmip.bounds`), computes the posterior of membership
+:mod:`skmip.calibration.swap` or :mod:`skmip.bounds`; it lives in
+:mod:`skmip.audit.attacks.exact_refit`), computes the posterior of membership
 exactly for each release, and takes the expectation over releases by Monte Carlo
-(:func:`gaussian_membership_audit`). What it reads from a fitted object is only what
+(:func:`gaussian_membership_audit`, in :mod:`skmip.audit.attacks.exact_posterior`; both are
+importable from here too). What it reads from a fitted object is only what
 defines the mechanism as run: the published scale ``noise_scale_``, the published promise,
 ``n_train_``, and the noise shape :math:`L`, captured at the noise draw
 (:func:`capture_gaussian_noise`), because the wrappers do not keep it. In the audit setting
@@ -29,16 +31,15 @@ The public entry points audit a fitted release end to end:
 from __future__ import annotations
 
 import contextlib
-import itertools
 import math
 import warnings
-from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.special import expit, log_expit, logsumexp
 from sklearn.pipeline import Pipeline
 
+from skmip.audit.attacks.exact_posterior import MembershipAuditResult, enumerate_subsets, gaussian_membership_audit
+from skmip.audit.attacks.exact_refit import exact_minimiser
 from skmip.utils.rng import resolve_rng
 
 __all__ = [
@@ -55,632 +56,6 @@ __all__ = [
 ]
 
 _OWNER = "exact_audit"
-_MAX_SUBSETS = 20_000
-#: Elements of the (draws x subsets x whitened dims) difference array per Monte-Carlo chunk.
-_CHUNK_ELEMENTS = 2**22
-#: Largest gradient (max-norm, relative to 1 + |objective scale|) accepted at a minimiser.
-_GRAD_TOL = 1e-9
-
-
-# ----------------------------------------------------------------------------- result
-
-
-@dataclass(frozen=True, eq=False)
-class MembershipAuditResult:
-    r"""The exact Bayes-optimal attacker's accuracy per target, against a printed bound.
-
-    Attributes
-    ----------
-    targets : ndarray of shape (T,)
-        Audited rows of :math:`D`.
-    accuracy : ndarray of shape (T,)
-        Monte-Carlo estimate of the Bayes-optimal accuracy
-        :math:`\mathbb{E}\max(P(\mathrm{in}\mid\hat\theta), P(\mathrm{out}\mid\hat\theta))`.
-    baseline : float
-        :math:`\max(q, 1-q)` with :math:`q = k/n`: the accuracy of guessing the prior.
-    advantage : ndarray of shape (T,)
-        ``accuracy - baseline``, the quantity Definition 1 bounds by eta.
-    std_error : ndarray of shape (T,)
-        Monte-Carlo standard error of ``accuracy`` (and of ``advantage``).
-    n : int
-        Rows of :math:`D`.
-    k : int
-        Training-set size.
-    n_subsets : int
-        :math:`\binom{n}{k}`, all enumerated.
-    n_mc : int
-        Releases drawn.
-    atom_mass : float
-        Probability that the mechanism fails (e.g. a classifier's training set misses a
-        class); a failure is treated as a release of its own, which tells the attacker the
-        missing classes.
-    bound : float or None
-        The printed bound the advantage is checked against.
-    details : dict
-        What else the audit recorded (the printed attributes, the learner, the retries).
-    """
-
-    targets: np.ndarray
-    accuracy: np.ndarray
-    baseline: float
-    advantage: np.ndarray
-    std_error: np.ndarray
-    n: int
-    k: int
-    n_subsets: int
-    n_mc: int
-    atom_mass: float
-    bound: float | None = None
-    details: dict = field(default_factory=dict)
-
-    def z_scores(self, bound: float | None = None) -> np.ndarray:
-        """``(advantage - bound) / std_error`` per target (``+inf`` where the error is 0)."""
-        b = self._bound(bound)
-        gap = self.advantage - b
-        # A zero standard error means every release gave the same posterior (e.g. no noise
-        # where eta >= min(q, 1 - q) makes the promise vacuous): the estimate is exact.
-        exact = np.where(np.abs(gap) <= 1e-12, 0.0, np.where(gap > 0, np.inf, -np.inf))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(self.std_error > 0, gap / np.where(self.std_error > 0, self.std_error, 1.0), exact)
-
-    def violations(self, bound: float | None = None, z: float = 3.0) -> np.ndarray:
-        r"""Targets whose advantage exceeds ``bound`` by more than ``z`` standard errors.
-
-        One-sided: with the true advantage at most ``bound``, each target is flagged with
-        probability at most :math:`1 - \Phi(z)` (0.00135 at ``z = 3``) by the central limit
-        theorem on the i.i.d. per-release values in [1/2, 1].
-        """
-        return self.targets[self.z_scores(bound) > z]
-
-    def worst(self, bound: float | None = None) -> tuple[int, float, float]:
-        """``(target, advantage / bound, std_error / bound)`` at the largest ratio."""
-        b = self._bound(bound)
-        i = int(np.argmax(self.advantage))
-        return int(self.targets[i]), float(self.advantage[i] / b), float(self.std_error[i] / b)
-
-    def _bound(self, bound):
-        b = self.bound if bound is None else bound
-        if b is None:
-            raise ValueError(f"{_OWNER}: no bound to compare with; pass bound=.")
-        return float(b)
-
-
-# ----------------------------------------------------------------------------- subsets
-
-
-def enumerate_subsets(n: int, k: int) -> np.ndarray:
-    """All ``C(n, k)`` subsets of ``range(n)`` of size ``k``, one sorted row each.
-
-    Parameters
-    ----------
-    n, k : int
-        ``1 <= k < n`` and ``C(n, k) <= 20,000``.
-
-    Returns
-    -------
-    ndarray of shape (C(n, k), k)
-
-    Examples
-    --------
-    >>> enumerate_subsets(4, 2).tolist()
-    [[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]]
-    """
-    if not (1 <= k < n):
-        raise ValueError(f"{_OWNER}: need 1 <= k < n; got n={n}, k={k}.")
-    if math.comb(n, k) > _MAX_SUBSETS:
-        raise ValueError(
-            f"{_OWNER}: C({n}, {k}) = {math.comb(n, k):,} subsets is more than the "
-            f"{_MAX_SUBSETS:,} an exact audit enumerates; use a smaller dataset."
-        )
-    return np.array(list(itertools.combinations(range(n), k)), dtype=np.intp).reshape(-1, k)
-
-
-# ----------------------------------------------------------------------------- learners
-#
-# Each learner is "a smooth convex objective F_S(theta) = sum_{i in S} c_i l(u_i, y_i)
-# + theta' R theta / 2 with margins u = X~ theta", minimised for every subset at once by
-# Newton's method with a backtracking line search. The objectives are scikit-learn's
-# documented ones, written out here, not taken from skmip.calibration.swap.
-
-
-def _logistic_terms(t):
-    def f(u):
-        return -log_expit(t * u)
-
-    def d1(u):
-        return -t * expit(-t * u)
-
-    def d2(u):
-        p = expit(u)
-        return p * (1.0 - p)
-
-    return f, d1, d2
-
-
-def _sq_hinge_terms(t):
-    def f(u):
-        return np.maximum(0.0, 1.0 - t * u) ** 2
-
-    def d1(u):
-        return -2.0 * t * np.maximum(0.0, 1.0 - t * u)
-
-    def d2(u):
-        return 2.0 * (t * u < 1.0)
-
-    return f, d1, d2
-
-
-def _squares_terms(y, factor):
-    # factor * (u - y)^2
-    def f(u):
-        return factor * (u - y) ** 2
-
-    def d1(u):
-        return 2.0 * factor * (u - y)
-
-    def d2(u):
-        return np.full_like(u, 2.0 * factor)
-
-    return f, d1, d2
-
-
-def _tweedie_log_terms(y, power):
-    """scikit-learn's half Tweedie deviance with the log link, up to terms in y only."""
-    p = float(power)
-    if p == 1.0:
-        return (lambda u: np.exp(u) - y * u, lambda u: np.exp(u) - y, lambda u: np.exp(u))
-    if p == 2.0:
-        return (lambda u: y * np.exp(-u) + u, lambda u: 1.0 - y * np.exp(-u), lambda u: y * np.exp(-u))
-    return (
-        lambda u: -y * np.exp((1 - p) * u) / (1 - p) + np.exp((2 - p) * u) / (2 - p),
-        lambda u: np.exp((2 - p) * u) - y * np.exp((1 - p) * u),
-        lambda u: np.exp((1 - p) * u) * ((2 - p) * np.exp(u) - (1 - p) * y),
-    )
-
-
-@dataclass
-class _Problem:
-    """One convex problem per block: F(theta) = c * sum_rows mask * l(X~ theta) + theta'R theta/2."""
-
-    design: np.ndarray  # (n, p) with the intercept column (or synthetic feature) appended
-    terms: tuple  # (l, l', l'') elementwise on (H, n) margins
-    weight: float  # c
-    penalty: np.ndarray  # (p,) diagonal of R
-
-
-def _newton(problem, masks, max_iter=200):
-    """Minimise the problem for every mask (row of 0/1) at once; returns (H, p)."""
-    Xd, (f, d1, d2), c, r = problem.design, problem.terms, problem.weight, problem.penalty
-    H, p = masks.shape[0], Xd.shape[1]
-    theta = np.zeros((H, p))
-
-    def objective(th):
-        return c * np.sum(masks * f(th @ Xd.T), axis=1) + 0.5 * np.sum(r * th**2, axis=1)
-
-    F = objective(theta)
-    done = np.zeros(H, dtype=bool)
-    for _ in range(max_iter):
-        U = theta @ Xd.T
-        G = c * (masks * d1(U)) @ Xd + r * theta
-        scale = 1.0 + np.abs(F)
-        done |= np.max(np.abs(G), axis=1) <= 1e-12 * scale
-        if done.all():
-            break
-        W = c * masks * d2(U)
-        Hs = np.einsum("hi,ij,ik->hjk", W, Xd, Xd) + np.eye(p) * r
-        try:
-            step = np.linalg.solve(Hs, G[:, :, None])[:, :, 0]
-        except np.linalg.LinAlgError:
-            step = np.stack([np.linalg.lstsq(h, g, rcond=None)[0] for h, g in zip(Hs, G)])
-        step[done] = 0.0
-        # Backtracking (Armijo) per subset; the objective is convex, so t = 1 is accepted
-        # near the minimiser and convergence is quadratic (finite for piecewise quadratics).
-        slope = -np.sum(G * step, axis=1)
-        t = np.ones(H)
-        active = ~done
-        for _ in range(60):
-            cand = theta - t[:, None] * step
-            Fc = objective(cand)
-            ok = (Fc <= F + 1e-4 * t * slope) | ~active | (np.abs(Fc - F) <= 1e-15 * scale)
-            if ok.all():
-                break
-            t = np.where(ok, t, 0.5 * t)
-        theta = theta - t[:, None] * step
-        Fn = objective(theta)
-        stalled = (np.abs(F - Fn) <= 1e-16 * scale) & (t < 1e-6)
-        F = Fn
-        done |= stalled
-    U = theta @ Xd.T
-    G = c * (masks * d1(U)) @ Xd + r * theta
-    return theta, np.max(np.abs(G), axis=1) / (1.0 + np.abs(F))
-
-
-def _check_grad(owner, gnorm, ok):
-    bad = ok & ~(gnorm <= _GRAD_TOL)
-    if bad.any():
-        raise ArithmeticError(
-            f"{owner}: Newton's method did not reach a gradient of {_GRAD_TOL:g} on "
-            f"{int(bad.sum())} subset(s) (worst {np.nanmax(gnorm[bad]):.2e}); the objective may "
-            "have no minimiser there."
-        )
-
-
-def _augment(X, fit_intercept, value=1.0):
-    return np.hstack([X, np.full((X.shape[0], 1), value)]) if fit_intercept else X
-
-
-def _classes_ok(y_idx, subsets, n_classes):
-    """Per subset: the set of classes it misses, as an int bitmask (0 = none missing)."""
-    present = np.zeros((len(subsets), n_classes), dtype=bool)
-    for c in range(n_classes):
-        present[:, c] = np.any(y_idx[subsets] == c, axis=1)
-    return ((~present) * (1 << np.arange(n_classes))).sum(axis=1)
-
-
-def exact_minimiser(estimator, X: ArrayLike, y: ArrayLike, subsets: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    r"""The exact minimiser of the learner's objective on every subset, independently computed.
-
-    Written from scikit-learn's documented objectives (scikit-learn 1.9), minimised by
-    batched Newton's method with a line search to a gradient max-norm of 1e-9 (checked; an
-    error otherwise). The vector is in :mod:`skmip.params`' layout: ``coef_.ravel()`` then
-    the intercept(s).
-
-    * ``LogisticRegression``: :math:`C\sum_S \text{logloss} + \|W\|^2/2`, intercepts free
-      (multinomial: the softmax loss, intercepts summing to 0, as the solver started at 0
-      leaves them);
-    * ``Ridge``, ``LinearRegression``: :math:`\sum_S (y - u)^2 + \alpha\|w\|^2`
-      (:math:`\alpha = 0`), intercept free;
-    * ``PoissonRegressor``, ``GammaRegressor``, ``TweedieRegressor``:
-      :math:`\sum_S \text{half-deviance} + \alpha k\|w\|^2/2`, log link
-      (``TweedieRegressor(power=0)``: identity link), intercept free;
-    * ``LinearSVC`` (squared hinge), per class (one against the rest):
-      :math:`C\sum_S \max(0, 1 - t u)^2 + \|w\|^2/2 + b^2/(2s^2)` with
-      :math:`s` = ``intercept_scaling``.
-
-    Parameters
-    ----------
-    estimator : estimator instance
-        Unfitted; only its hyper-parameters are read.
-    X : array_like of shape (n, d)
-    y : array_like of shape (n,)
-    subsets : array_like of int, shape (H, k)
-        Row indices of each training set.
-
-    Returns
-    -------
-    thetas : ndarray of shape (H, p)
-        The minimiser per subset (NaN where ``failed``).
-    failed : ndarray of int, shape (H,)
-        0 where the learner fits; for a classifier, a positive bitmask of the classes the
-        subset misses (scikit-learn and the wrappers refuse to fit there, so the release is
-        that failure).
-    """
-    from sklearn.linear_model import (
-        GammaRegressor,
-        LinearRegression,
-        LogisticRegression,
-        PoissonRegressor,
-        Ridge,
-        TweedieRegressor,
-    )
-    from sklearn.svm import LinearSVC
-
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y)
-    subsets = np.asarray(subsets, dtype=np.intp)
-    n, d = X.shape
-    H, k = subsets.shape
-    masks = np.zeros((H, n))
-    np.put_along_axis(masks, subsets, 1.0, axis=1)
-    est = estimator
-    name = type(est).__name__
-    params = est.get_params()
-    fit_intercept = bool(params.get("fit_intercept", True))
-
-    if type(est) in (LogisticRegression, LinearSVC):
-        classes, y_idx = np.unique(y, return_inverse=True)
-        K = classes.size
-        failed = _classes_ok(y_idx, subsets, K)
-        ok = failed == 0
-        thetas = np.full((H, (d + fit_intercept) * (1 if K == 2 else K)), np.nan)
-        C = float(params["C"])
-        if type(est) is LogisticRegression:
-            if params.get("penalty", "l2") not in ("l2", "deprecated") or params.get("l1_ratio") not in (None, 0, 0.0):
-                raise ValueError(f"{_OWNER}: only the L2-penalised LogisticRegression is audited.")
-            if params.get("class_weight") is not None:
-                raise ValueError(f"{_OWNER}: class_weight is not audited.")
-            Xa = _augment(X, fit_intercept)
-            pen = np.r_[np.ones(d), np.zeros(int(fit_intercept))]
-            if K == 2:
-                t = np.where(y_idx == 1, 1.0, -1.0)
-                th, g = _newton(_Problem(Xa, _logistic_terms(t), C, pen), masks[ok])
-                _check_grad(name, g, np.ones(len(th), dtype=bool))
-                thetas[ok] = th
-            else:
-                thetas[ok] = _multinomial(Xa, y_idx, K, C, fit_intercept, masks[ok], d)
-            return thetas, failed
-        # LinearSVC, squared hinge, L2, liblinear's synthetic intercept feature.
-        if params.get("loss") != "squared_hinge" or params.get("penalty") != "l2" or params.get("multi_class", "ovr") != "ovr":
-            raise ValueError(f"{_OWNER}: only LinearSVC(loss='squared_hinge', penalty='l2') is audited.")
-        if params.get("class_weight") is not None:
-            raise ValueError(f"{_OWNER}: class_weight is not audited.")
-        s = float(params.get("intercept_scaling", 1.0))
-        Xa = _augment(X, fit_intercept)
-        pen = np.r_[np.ones(d), np.full(int(fit_intercept), 1.0 / s**2)]
-        blocks = [1] if K == 2 else list(range(K))
-        coefs, icpts = [], []
-        for c in blocks:
-            t = np.where(y_idx == c, 1.0, -1.0)
-            th, g = _newton(_Problem(Xa, _sq_hinge_terms(t), C, pen), masks[ok])
-            _check_grad(name, g, np.ones(len(th), dtype=bool))
-            coefs.append(th[:, :d])
-            icpts.append(th[:, d:])
-        thetas[ok] = np.hstack(coefs + icpts)
-        return thetas, failed
-
-    failed = np.zeros(H, dtype=np.int64)
-    if y.ndim != 1:
-        raise ValueError(f"{_OWNER}: only a 1-D target is audited.")
-    y = y.astype(np.float64)
-    Xa = _augment(X, fit_intercept)
-    if type(est) in (Ridge, LinearRegression):
-        alpha = float(params.get("alpha", 0.0)) if type(est) is Ridge else 0.0
-        if params.get("positive"):
-            raise ValueError(f"{_OWNER}: positive=True is not audited.")
-        problem = _Problem(Xa, _squares_terms(y, 1.0), 1.0, np.r_[np.full(d, 2.0 * alpha), np.zeros(int(fit_intercept))])
-    elif type(est) in (PoissonRegressor, GammaRegressor, TweedieRegressor):
-        alpha = float(params["alpha"])
-        power = {PoissonRegressor: 1.0, GammaRegressor: 2.0}.get(type(est), params.get("power"))
-        link = params.get("link", "auto")
-        pen = np.r_[np.full(d, alpha * k), np.zeros(int(fit_intercept))]
-        if type(est) is TweedieRegressor and (link == "identity" or (link == "auto" and power <= 0)):
-            if power != 0:
-                raise ValueError(f"{_OWNER}: the identity link is audited with power=0 only.")
-            problem = _Problem(Xa, _squares_terms(y, 0.5), 1.0, pen)
-        else:
-            if not 1.0 <= power <= 2.0:
-                raise ValueError(f"{_OWNER}: the log link is audited for 1 <= power <= 2; got {power}.")
-            problem = _Problem(Xa, _tweedie_log_terms(y, power), 1.0, pen)
-    else:
-        raise TypeError(f"{_OWNER}: no independent objective for {name}.")
-    th, g = _newton(problem, masks)
-    _check_grad(name, g, np.ones(H, dtype=bool))
-    return th, failed
-
-
-def _multinomial(Xa, y_idx, K, C, fit_intercept, masks, d, max_iter=200):
-    """Softmax loss C sum logloss + ||W||^2/2, intercepts free with sum_c b_c = 0.
-
-    The softmax is invariant under b -> b + const: among the minimisers the solver (L-BFGS
-    from 0, then Newton steps orthogonal to that direction) keeps sum_c b_c = 0, which the
-    extra term (sum_c b_c)^2 / 2 selects without moving the minimum.
-    """
-    n, p = Xa.shape
-    H = masks.shape[0]
-    T = np.eye(K)[y_idx]  # (n, K)
-    pen = np.r_[np.ones(d), np.zeros(int(fit_intercept))]
-    R = np.tile(pen, K)  # class-major (c, f)
-    u = np.zeros(K * p)
-    if fit_intercept:
-        u[p - 1 :: p] = 1.0
-    Th = np.zeros((H, K, p))
-
-    def objective(th):
-        Z = np.einsum("hkp,ip->hik", th, Xa)
-        lse = logsumexp(Z, axis=2)
-        loss = np.sum(masks * (lse - np.einsum("hik,ik->hi", Z, T)), axis=1)
-        flat = th.reshape(H, -1)
-        return C * loss + 0.5 * np.sum(R * flat**2, axis=1) + 0.5 * (flat @ u) ** 2
-
-    def grad_hess(th):
-        Z = np.einsum("hkp,ip->hik", th, Xa)
-        P = np.exp(Z - logsumexp(Z, axis=2, keepdims=True))
-        Rr = C * masks[:, :, None] * (P - T)  # (H, n, K)
-        G = np.einsum("hik,ip->hkp", Rr, Xa).reshape(H, -1)
-        flat = th.reshape(H, -1)
-        G = G + R * flat + (flat @ u)[:, None] * u
-        W = C * masks[:, :, None, None] * (np.einsum("hia,ab->hiab", P, np.eye(K)) - np.einsum("hia,hib->hiab", P, P))
-        Hs = np.einsum("hiab,ip,iq->hapbq", W, Xa, Xa).reshape(H, K * p, K * p)
-        Hs = Hs + np.diag(R) + np.outer(u, u)
-        return G, Hs
-
-    F = objective(Th)
-    done = np.zeros(H, dtype=bool)
-    for _ in range(max_iter):
-        G, Hs = grad_hess(Th)
-        scale = 1.0 + np.abs(F)
-        done |= np.max(np.abs(G), axis=1) <= 1e-12 * scale
-        if done.all():
-            break
-        step = np.linalg.solve(Hs, G[:, :, None])[:, :, 0]
-        step[done] = 0.0
-        slope = -np.sum(G * step, axis=1)
-        t = np.ones(H)
-        for _ in range(60):
-            cand = Th - (t[:, None] * step).reshape(H, K, p)
-            Fc = objective(cand)
-            ok = (Fc <= F + 1e-4 * t * slope) | done | (np.abs(Fc - F) <= 1e-15 * scale)
-            if ok.all():
-                break
-            t = np.where(ok, t, 0.5 * t)
-        Th = Th - (t[:, None] * step).reshape(H, K, p)
-        F = objective(Th)
-    G, _ = grad_hess(Th)
-    _check_grad("LogisticRegression (multinomial)", np.max(np.abs(G), axis=1) / (1.0 + np.abs(F)), np.ones(H, dtype=bool))
-    # Adapter layout: coef_ (K, d) ravelled, then intercept_ (K,).
-    coef = Th[:, :, :d].reshape(H, -1)
-    return np.hstack([coef, Th[:, :, d]]) if fit_intercept else coef
-
-
-# ----------------------------------------------------------------------------- the attacker
-
-
-def _whitening(scale, noise_scale, d):
-    """(project (d, r), projected_noise_std (r,), perp (d, d - r)): theta -> whitened coords."""
-    L = np.asarray(scale, dtype=np.float64)
-    s = float(noise_scale)
-    if L.ndim == 1:
-        if L.shape != (d,):
-            raise ValueError(f"{_OWNER}: scale has {L.size} entries for {d} parameters.")
-        active = (L > 0) & (s > 0)
-        eye = np.eye(d)
-        return eye[:, active] / (s * L[active]), eye[:, ~active]
-    if L.shape != (d, d):
-        raise ValueError(f"{_OWNER}: scale has shape {L.shape} for {d} parameters.")
-    U, sv, _ = np.linalg.svd(L)
-    r = int(np.sum(sv > sv.max() * 1e-12)) if s > 0 and sv.max() > 0 else 0
-    # noise s L z = s U diag(sv) V'z: along U_r it is s sv N(0, 1) per coordinate, along
-    # the rest of U it is exactly 0 (the attacker sees those coordinates without noise).
-    return U[:, :r] / (s * sv[:r]), U[:, r:]
-
-
-def _groups(perp_values, ok):
-    """Subsets whose noiseless coordinates agree share a group (-1 for failed subsets)."""
-    g = np.full(len(ok), -1, dtype=np.int64)
-    if not ok.any():
-        return g
-    v = perp_values[ok]
-    if v.shape[1] == 0:
-        g[ok] = 0
-        return g
-    tol = 1e-9 * (1.0 + np.max(np.abs(v)))
-    key = np.round(v / tol).astype(np.int64)
-    g[ok] = np.unique(key, axis=0, return_inverse=True)[1].reshape(-1)
-    return g
-
-
-def gaussian_membership_audit(
-    outputs: ArrayLike,
-    subsets: ArrayLike,
-    n: int,
-    *,
-    scale: ArrayLike,
-    noise_scale: float,
-    failed: ArrayLike | None = None,
-    target: int | ArrayLike | None = None,
-    n_mc: int = 20_000,
-    random_state=None,
-) -> MembershipAuditResult:
-    r"""Bayes-optimal membership accuracy for the release :math:`\mathcal{A}(S) + sLz`.
-
-    :math:`S` is uniform over the given subsets (all :math:`\binom{n}{k}` of them for
-    Definition 1). For a release :math:`\hat\theta` the posterior of "x* in S" is exact:
-
-    .. math::
-
-        P(x^* \in S \mid \hat\theta) =
-        \frac{\sum_{S \ni x^*} \varphi(\hat\theta; \mathcal{A}(S))}{\sum_S \varphi(\hat\theta; \mathcal{A}(S))},
-
-    with :math:`\varphi` the Gaussian density of covariance :math:`s^2 LL^\top` (computed
-    after whitening by :math:`L`, in log space). The accuracy is
-    :math:`\mathbb{E}\max(P, 1 - P)` over releases drawn from the mechanism (a uniform
-    :math:`S`, then the noise): an unbiased mean of i.i.d. values in [1/2, 1], reported with
-    its standard error. With the prior :math:`q = k/n` this equals
-    :math:`\int\max(q p_{in}, (1-q) p_{out})`, the accuracy Definition 1 bounds by
-    :math:`\max(q, 1-q) + \eta`.
-
-    Parameters
-    ----------
-    outputs : array_like of shape (H, d)
-        :math:`\mathcal{A}(S)` per subset (ignored where ``failed``).
-    subsets : array_like of int, shape (H, k)
-        The training sets, equally likely.
-    n : int
-        Rows of :math:`D`.
-    scale : array_like of shape (d,) or (d, d)
-        The noise shape: a vector :math:`w` (noise :math:`s\,w\odot z`; zeros are noiseless
-        coordinates) or a factor :math:`L` (noise :math:`sLz`; any rank: coordinates outside
-        its range are released without noise and the attacker uses them exactly).
-    noise_scale : float
-        :math:`s`.
-    failed : array_like of int, shape (H,), optional
-        Non-zero marks a subset on which the mechanism fails; equal codes are the same
-        observable failure (an atom of the release law).
-    target : int or array_like of int, optional
-        Rows to audit; all by default.
-    n_mc : int, default=20000
-        Releases drawn.
-    random_state : None, int or Generator
-        Seeds the Monte Carlo.
-
-    Returns
-    -------
-    MembershipAuditResult
-
-    Examples
-    --------
-    Two records, one in the training set: the release tells which, blurred by the noise;
-    the exact accuracy is :math:`\Phi(\Delta/2s)` for outputs :math:`\Delta` apart.
-
-    >>> import numpy as np
-    >>> from scipy.stats import norm
-    >>> res = gaussian_membership_audit([[0.0], [1.0]], [[0], [1]], 2, scale=[1.0],
-    ...                                 noise_scale=0.5, n_mc=20000, random_state=0)
-    >>> bool(abs(res.accuracy[0] - norm.cdf(1.0)) < 4 * res.std_error[0]), res.baseline
-    (True, 0.5)
-    """
-    outputs = np.asarray(outputs, dtype=np.float64)
-    subsets = np.asarray(subsets, dtype=np.intp)
-    H, k = subsets.shape
-    if outputs.ndim != 2 or outputs.shape[0] != H:
-        raise ValueError(f"{_OWNER}: outputs must have one row per subset; got {outputs.shape} for {H}.")
-    d = outputs.shape[1]
-    failed = np.zeros(H, dtype=np.int64) if failed is None else np.asarray(failed, dtype=np.int64)
-    ok = failed == 0
-    if not np.all(np.isfinite(outputs[ok])):
-        raise ValueError(f"{_OWNER}: outputs are not finite on some subsets that did not fail.")
-    targets = np.arange(n) if target is None else np.atleast_1d(np.asarray(target, dtype=np.intp))
-    members = np.zeros((H, n))
-    np.put_along_axis(members, subsets, 1.0, axis=1)
-    members = members[:, targets]
-
-    project, perp = _whitening(scale, noise_scale, d)
-    W = np.where(ok[:, None], np.nan_to_num(outputs) @ project, 0.0)  # (H, r)
-    r = W.shape[1]
-    group = _groups(np.nan_to_num(outputs) @ perp, ok)
-    # Failed subsets: one group per failure code (no continuous part).
-    codes = np.unique(failed[~ok])
-    for code in codes:
-        group[failed == code] = group.max(initial=-1) + 1
-    n_groups = np.unique(group).size
-    half_sq = np.sum(W**2, axis=1)
-    rng = resolve_rng(random_state)
-    per_draw = max(1, H * 4)
-    m_chunk = int(max(1, min(n_mc, _CHUNK_ELEMENTS // per_draw)))
-    values = []
-    drawn = 0
-    while drawn < n_mc:
-        m = min(m_chunk, n_mc - drawn)
-        h = rng.integers(H, size=m)
-        z = rng.standard_normal((m, r))
-        R = W[h] + z
-        # -||R - W_v||^2 / 2 up to a term constant in v (it cancels in the posterior).
-        logl = R @ W.T - 0.5 * half_sq[None, :]
-        atom = ~ok[h]
-        logl[atom] = 0.0  # a failure: every subset with the same failure is equally likely
-        if n_groups > 1:
-            logl = np.where(group[h][:, None] == group[None, :], logl, -np.inf)
-        logl -= logl.max(axis=1, keepdims=True)
-        e = np.exp(logl)
-        post = (e @ members) / e.sum(axis=1, keepdims=True)
-        values.append(np.maximum(post, 1.0 - post))
-        drawn += m
-    g = np.concatenate(values, axis=0)
-    q = k / n
-    baseline = max(q, 1.0 - q)
-    acc = g.mean(axis=0)
-    return MembershipAuditResult(
-        targets=targets,
-        accuracy=acc,
-        baseline=baseline,
-        advantage=acc - baseline,
-        std_error=g.std(axis=0, ddof=1) / math.sqrt(n_mc),
-        n=n,
-        k=k,
-        n_subsets=H,
-        n_mc=n_mc,
-        atom_mass=float(np.mean(~ok)),
-    )
 
 
 # ----------------------------------------------------------------------------- capture
@@ -707,16 +82,17 @@ class NoPromise(ValueError):
 def capture_gaussian_noise():
     """Record every Gaussian noise draw of the wrappers: ``(shape, scale, noise)`` tuples.
 
-    Wraps ``skmip.defend._noise_method.sample_gaussian_noise`` (the one place the coupling
-    calibration draws its noise ``s L z``) for the duration of the block and appends the
-    shape ``L`` (or ``w``), the scale ``s`` and the noise drawn to the yielded list. The
-    draw itself is unchanged. The wrappers keep neither ``L`` nor the noise.
+    Wraps the public noise law :func:`skmip.calibration.noise_laws.sample_gaussian_noise`
+    (the coupling calibration draws its noise ``s L z`` through it, looked up on its module at
+    each draw) for the duration of the block and appends the shape ``L`` (or ``w``), the
+    scale ``s`` and the noise drawn to the yielded list. The draw itself is unchanged. The
+    wrappers keep neither ``L`` nor the noise. Nothing of the defence's internals is touched.
 
     Yields
     ------
     list of tuple
     """
-    import skmip.defend._noise_method as noise_module
+    from skmip.calibration import noise_laws as noise_module
 
     original = noise_module.sample_gaussian_noise
     records = []
@@ -938,31 +314,18 @@ def audit_gaussian_synthesizer(
     """
     from sklearn.covariance import ledoit_wolf
 
-    import skmip.release.gaussian as synthetic_module
-
     X = np.asarray(X, dtype=np.float64)
     n, d = X.shape
     draws = []
-    original = synthetic_module.resolve_rng
 
-    class _Recorder:
-        def __init__(self, rng):
-            self._rng = rng
+    def observed(seed):
+        # The synthesizer's own stream, observed: random_state takes a Generator and uses it
+        # as is, so the draws (the noise z among them) are those the given seed makes.
+        synth = make_synthesizer(seed)
+        return synth.set_params(random_state=_RecordingGenerator(synth.random_state, draws))
 
-        def __getattr__(self, name):
-            return getattr(self._rng, name)
-
-        def standard_normal(self, *args, **kwargs):
-            out = self._rng.standard_normal(*args, **kwargs)
-            draws.append(np.array(out))
-            return out
-
-    synthetic_module.resolve_rng = lambda state: _Recorder(original(state))
-    try:
-        synth, _, retries = _fit_retrying(make_synthesizer, X, None, seeds, capture=False,
-                                          max_seconds=max_seconds)
-    finally:
-        synthetic_module.resolve_rng = original
+    synth, _, retries = _fit_retrying(observed, X, None, seeds, capture=False, max_seconds=max_seconds)
+    synth.set_params(random_state=synth.random_state.given)
     if synth.method_ != "coupling":
         raise ValueError(f"{_OWNER}: only method='coupling' releases Gaussian noise; got {synth.method_!r}.")
     rows, cols = np.triu_indices(d)
@@ -986,6 +349,19 @@ def audit_gaussian_synthesizer(
     res = gaussian_membership_audit(outputs, subsets, n, scale=L, noise_scale=s, target=target,
                                     n_mc=n_mc, random_state=random_state)
     return _with(res, _printed_bound(synth)[0], details)
+
+
+class _RecordingGenerator(np.random.Generator):
+    """The generator ``random_state`` resolves to, keeping every standard normal draw."""
+
+    def __init__(self, random_state, draws):
+        super().__init__(resolve_rng(random_state).bit_generator)
+        self.given, self._draws = random_state, draws
+
+    def standard_normal(self, *args, **kwargs):
+        out = super().standard_normal(*args, **kwargs)
+        self._draws.append(np.array(out))
+        return out
 
 
 def audit_marginal_synthesizer(

@@ -278,7 +278,7 @@ LEARNERS = {
     "MIPNoiseWrapperCV(LogisticRegression)": ("binary", "cv", "LogisticRegression", {"C": [1.0]}, (0.75,), 1),
     "MIPNoiseWrapperCV(Ridge)": ("regression", "cv", "Ridge", {"alpha": [1.0]}, (0.5,), 1),
     # Pipelines: transformers fitted on all of D, the last step calibrated on the transformed
-    # rows (skmip.defend._preprocessing); the audit refits the transformers on D itself.
+    # rows (skmip.defend.preprocessing); the audit refits the transformers on D itself.
     "Pipeline(StandardScaler, LogisticRegression)": ("binary", "wrapper", "StandardScaler+LogisticRegression", {"C": [1.0, 0.1, 10.0]}, (0.5, 0.75), 2),
     "Pipeline(OneHotEncoder, LogisticRegression)": ("categorical_binary", "wrapper", "OneHotEncoder+LogisticRegression", {"C": [1.0, 0.1]}, (0.5, 0.75), 2),
     "MIPGaussianSynthesizer": ("continuous", "gaussian_synth", None, {"center": [True, False]}, (0.5, 0.75), 2),

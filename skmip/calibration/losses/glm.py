@@ -35,8 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from skmip.calibration.swap._common import _OWNER
-from skmip.calibration.losses.registry import GLMTerms, LossBlock, RowGradients, _augment, weighted_gram
+from skmip.calibration.losses.terms import _OWNER, GLMTerms, LossBlock, RowGradients, augment, weighted_gram
 
 
 def _tweedie_power(est):
@@ -96,7 +95,7 @@ class _TweedieLoss:
         power, link = _tweedie_power(est)
         yv = np.asarray(y, dtype=np.float64).ravel()
         fit_intercept = bool(est.fit_intercept)
-        Xa = _augment(X, fit_intercept)
+        Xa = augment(X, fit_intercept)
         theta = np.r_[np.ravel(est.coef_), np.ravel(est.intercept_)] if fit_intercept else np.ravel(est.coef_)
         theta = theta.astype(np.float64)
         u0 = Xa @ theta
@@ -137,5 +136,5 @@ def _is_tweedie(est):
     return type(est) in (PoissonRegressor, GammaRegressor, TweedieRegressor)
 
 
-#: Built-in (predicate, factory) entries, appended to the registry by :mod:`.losses`.
+#: Built-in (predicate, factory) entries, registered by :mod:`skmip.calibration.losses.registry`.
 BUILTIN = [(_is_tweedie, lambda est: _TweedieLoss())]

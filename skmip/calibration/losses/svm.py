@@ -47,8 +47,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from skmip.calibration.swap._common import _OWNER
-from skmip.calibration.losses.registry import GLMTerms, LossBlock, RowGradients, _augment, weighted_gram, _check_fixed_class_weight, _weights
+from skmip.calibration.losses.terms import (
+    _OWNER,
+    GLMTerms,
+    LossBlock,
+    RowGradients,
+    augment,
+    check_fixed_class_weight,
+    row_weights,
+    weighted_gram,
+)
 
 
 class _SquaredHingeLoss:
@@ -67,17 +75,17 @@ class _SquaredHingeLoss:
                 "objective the influence engines do not model; use multi_class='ovr' or "
                 "engine='refit'."
             )
-        _check_fixed_class_weight(est)
+        check_fixed_class_weight(est)
 
     def blocks(self, est, X, y, fit_rows, sample_weight):
         n, d = X.shape
         classes = est.classes_
-        cs = float(est.C) * _weights(n, sample_weight)
+        cs = float(est.C) * row_weights(n, sample_weight)
         cw = np.ones(classes.size)
         if est.class_weight is not None:
             cw = np.array([est.class_weight.get(c, 1.0) for c in classes])
         fit_intercept = bool(est.fit_intercept)
-        Xa = _augment(X, fit_intercept)
+        Xa = augment(X, fit_intercept)
         reg = np.ones(Xa.shape[1])
         if fit_intercept:
             reg[-1] = 1.0 / float(est.intercept_scaling) ** 2  # b = s w_b, penalty w_b^2 / 2
@@ -119,5 +127,5 @@ def _is_linear_svc(est):
     return type(est) is LinearSVC
 
 
-#: Built-in (predicate, factory) entries, appended to the registry by :mod:`.losses`.
+#: Built-in (predicate, factory) entries, registered by :mod:`skmip.calibration.losses.registry`.
 BUILTIN = [(_is_linear_svc, lambda est: _SquaredHingeLoss())]

@@ -1,31 +1,50 @@
-"""A full noise shape for the coupling calibration: the covariance of the fit over subsets."""
+"""A full noise shape for the coupling calibration: the covariance of the fit over subsets.
+
+The subsets are drawn, fitted in parallel and checked by :mod:`skmip.calibration.spread.subsets`,
+as those of :func:`skmip.calibration.spread.moments.estimate_sigma`; this module keeps the
+statistic (the covariance, shrunk toward its diagonal, and its Cholesky factor).
+"""
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import sparse
-from sklearn.base import clone, is_classifier
-from sklearn.utils.parallel import Parallel, delayed
+from sklearn.base import clone
 
 from skmip.utils.rng import draw_seed, fix_inner_random_state, resolve_rng
-from skmip.utils.rows import n_rows
 from skmip.utils.threads import single_threaded_blas
-from skmip.utils.validation import check_int
-from skmip.exceptions import check_subset_classes
 from skmip.params import get_adapter
 
-from skmip.calibration.losses.registry import get_smooth_loss
-from skmip.calibration.swap.polish import MinimiserFits, SolverFits
-from skmip.calibration.swap.rounds import _resolve_k
+from skmip.calibration.spread.subsets import (
+    RandomSubsets,
+    check_data,
+    check_n_subsets,
+    check_vector,
+    map_chunks,
+    rows_by_permutation,
+)
+
+# The fitters and the loss registry are imported where they are used: a fresh process (a
+# loky worker unpickling _subset_vectors) that enters skmip through this module would
+# otherwise import the loss registry before the swap package, and the registry's imports of
+# that package lead back to the half-initialised registry (an ImportError at n_jobs > 1).
+
+_OWNER = "estimate_noise_factor"
 
 
-def _subset_vectors(fitter, n, k, seeds):
-    return fitter.vectors([np.sort(np.random.default_rng(seed).permutation(n)[:k]) for seed in seeds])
+def _subset_vectors(fitter, subsets, ids):
+    """Parameter vectors of the fits on the subsets ``ids`` of one chunk, shape (len(ids), d)."""
+    return fitter.vectors([subsets.rows(i) for i in ids])
 
 
 def _make_fitter(estimator, adapter, X, y, fit_params, polish, template_rows):
     """The estimator's own fits, or (``polish``) the exact minimiser by warm-started Newton."""
+    from skmip.calibration.losses.registry import get_smooth_loss
+    from skmip.calibration.swap.polish import MinimiserFits, SolverFits
+
     if not polish:
         return SolverFits(estimator, adapter, X, y, fit_params)
     loss = get_smooth_loss(estimator)
@@ -42,6 +61,18 @@ def _make_fitter(estimator, adapter, X, y, fit_params, polish, template_rows):
     return MinimiserFits(estimator, adapter, X, yd, fit_params, loss, Xd, template, template_rows)
 
 
+def _fit_subsets(fitter, subsets, n_jobs, verbose):
+    """The parameter vectors of every subset's fit, shape (n_subsets, d), each checked finite."""
+    parts, first = [], None
+    with single_threaded_blas():
+        task = functools.partial(_subset_vectors, fitter)
+        for ids, part in map_chunks(task, subsets, n_jobs=n_jobs, verbose=verbose, owner=_OWNER):
+            for i, vector in zip(ids, part):
+                first = check_vector(_OWNER, subsets.noun, i, len(subsets), vector, first, "the noise shape")
+            parts.append(part)
+    return np.concatenate(parts)
+
+
 def estimate_noise_factor(
     estimator,
     X: ArrayLike,
@@ -55,6 +86,7 @@ def estimate_noise_factor(
     n_jobs: int | None = None,
     fit_params: dict | None = None,
     polish: bool = False,
+    verbose: int = 0,
 ) -> np.ndarray:
     r"""A full noise shape for the coupling calibration: the spread of the fit over subsets.
 
@@ -92,6 +124,8 @@ def estimate_noise_factor(
         Fit every subset to the exact minimiser of the registered smooth loss, by Newton's
         method from a polished fit on all of D (the learner :func:`estimate_swap_deltas`
         analyses with ``polish=True``; several times cheaper than the estimator's solver).
+    verbose : int, default=0
+        ``> 0`` prints progress after each chunk of subset fits; ``> 1`` adds joblib's own.
 
     Returns
     -------
@@ -103,7 +137,10 @@ def estimate_noise_factor(
     Raises
     ------
     ValueError
-        If ``n_subsets < 2``, or the sample covariance is singular with ``shrinkage=False``.
+        If ``n_subsets < 2``; ``X`` or ``y`` holds NaN or inf, or they differ in length; a
+        classifier's subset misses a class of ``y`` (checked before any fit); a subset's fit
+        gives non-finite parameters; or the sample covariance is singular with
+        ``shrinkage=False``.
 
     Notes
     -----
@@ -115,6 +152,10 @@ def estimate_noise_factor(
     keeps 0.91 test accuracy against 0.83 for the diagonal one (docs/coupling.md). The
     subsets must be drawn from :math:`\mathcal{D}`, independently of
     :math:`\mathcal{D}_{train}` and of the rounds of :func:`estimate_swap_deltas`.
+
+    The subsets are drawn and fitted by the machinery :func:`~skmip.calibration.spread.moments.estimate_sigma` uses
+    (:mod:`skmip.calibration.spread.subsets`): seeds drawn up front, fits in 16 chunks
+    whatever ``n_jobs``, so the result does not depend on ``n_jobs`` or the joblib backend.
 
     References
     ----------
@@ -132,30 +173,22 @@ def estimate_noise_factor(
     """
     from sklearn.covariance import ledoit_wolf
 
-    owner = "estimate_noise_factor"
+    from skmip.calibration.swap.rounds import _resolve_k
+
+    owner = _OWNER
     fit_params = {} if fit_params is None else dict(fit_params)
-    n = n_rows(X)
+    X, y, n = check_data(owner, X, y)
     k = _resolve_k(owner, train_size, n)
-    n_subsets = check_int(owner, "n_subsets", n_subsets, 2, None)
+    n_subsets = check_n_subsets(owner, "n_subsets", n_subsets)
     rng = resolve_rng(random_state)
     estimator = fix_inner_random_state(clone(estimator), draw_seed(rng))
     adapter = get_adapter(estimator, params)
-    seeds = [draw_seed(rng) for _ in range(n_subsets)]
-    if y is not None and is_classifier(estimator):
-        check_subset_classes(
-            owner, y,
-            ((f"subset {i} of {n_subsets}", np.random.default_rng(s).permutation(n)[:k]) for i, s in enumerate(seeds)),
-            what="for the noise shape", fix="Provide more rows of each class or a larger train_size.",
-        )
+    subsets = RandomSubsets([draw_seed(rng) for _ in range(n_subsets)], n, k, rows_by_permutation, "subset")
+    subsets.check_classes(owner, estimator, y, what="for the noise shape",
+                          fix="Provide more rows of each class or a larger train_size.")
     # The warm start: a polished fit on the first subset (same size as every other one).
-    first = np.sort(np.random.default_rng(seeds[0]).permutation(n)[:k])
-    fitter = _make_fitter(estimator, adapter, X, y, fit_params, polish, first)
-    chunks = np.array_split(np.arange(n_subsets), min(16, n_subsets))
-    with single_threaded_blas():
-        parts = Parallel(n_jobs=n_jobs)(
-            delayed(_subset_vectors)(fitter, n, k, [seeds[i] for i in c]) for c in chunks
-        )
-    thetas = np.concatenate(parts)
+    fitter = _make_fitter(estimator, adapter, X, y, fit_params, polish, subsets.rows(0))
+    thetas = _fit_subsets(fitter, subsets, n_jobs, verbose)
     sd = thetas.std(axis=0, ddof=1)
     # A spread at rounding level (a coefficient of a column that no subset uses, 1e-17) is a
     # constant coordinate: whitening by it would turn rounding into huge distances.

@@ -91,8 +91,6 @@ from skmip.calibration.losses.registry import (
     get_smooth_loss,
     register_smooth_loss,
 )
-from skmip.calibration.noise_shape import design_noise_factor, design_target_shares
-from skmip.calibration.spread.noise_factor import estimate_noise_factor
 from skmip.calibration.swap.polish import polish_to_minimiser
 from skmip.calibration.swap.closed_form import marginal_swap_deltas, statistic_swap_deltas
 
@@ -100,9 +98,6 @@ __all__ = [
     "SwapDeltas",
     "estimate_swap_deltas",
     "polish_to_minimiser",
-    "estimate_noise_factor",
-    "design_noise_factor",
-    "design_target_shares",
     "statistic_swap_deltas",
     "marginal_swap_deltas",
     "LossBlock",

@@ -35,7 +35,7 @@ import copy
 
 import numpy as np
 
-from skmip.calibration.swap.certify import PairCertifier
+from skmip.calibration.swap.pair_certifier import PairCertifier
 from skmip.calibration.swap.influence import (
     _E_KEYS,
     _X_KEYS,

@@ -213,16 +213,7 @@ def _estimate(estimator, X, y, n, k, n_rounds, summary_size, refine, scale, whit
     if engine == "closed_form":  # a mean of per-row features: exact, no rounds (statistic.py)
         return statistic_swap_deltas(_statistic_features(estimator, adapter, X), scale=scale, train_size=k)
     loss = get_smooth_loss(estimator)
-    if engine in ("newton", "influence") and loss is None:
-        raise TypeError(
-            f"{_OWNER}: engine={engine!r} needs the objective of {type(estimator).__name__}; "
-            "none is registered. Use engine='refit', or register one with "
-            "skmip.calibration.swap.register_smooth_loss."
-        )
-    if engine == "auto":
-        engine = "refit" if loss is None else "influence?"
-    if engine in ("newton", "influence", "influence?"):
-        loss.check(estimator)
+    engine = _resolve_engine(estimator, loss, engine)
 
     seeds = [draw_seed(rng) for _ in range(n_rounds)]
     # One probe fit validates the scale's length (and, for the influence engines, the
@@ -240,28 +231,8 @@ def _estimate(estimator, X, y, n, k, n_rounds, summary_size, refine, scale, whit
         Xd = X.toarray() if sparse.issparse(X) else np.asarray(X, dtype=np.float64)
         yd = None if y is None else np.asarray(y)
         sw = fit_params.get("sample_weight")
-        if polish:
-            theta0 = _polish(probe, loss, adapter, Xd, yd, probe_rows, sw)
-        blocks = loss.blocks(probe, Xd, yd, probe_rows, sw)
-        _check_layout(blocks, theta0, estimator)
-        glm = all(b.glm is not None for b in blocks)
-        # The certificate bounds distances between exact minimisers: the fits (and the
-        # release) must be carried there (polish).
-        certify = bool(certify) and polish and certifiable(
-            blocks, engine in ("newton", "influence?") and glm, whitener)
-        # Multinomial blocks (K margins per row, multinomial.py): "newton" too.
-        if len(blocks) == 1 and blocks[0].multi is not None:
-            glm = True
-        if engine == "influence?":
-            engine = "newton" if glm else "influence"
-        elif engine == "newton" and not glm:
-            raise ValueError(
-                f"{_OWNER}: engine='newton' needs a loss whose rows each depend on one margin "
-                "(generalised-linear) or on one margin per class (multinomial), which this "
-                f"{type(estimator).__name__}'s registered loss does not declare. Use "
-                "engine='influence' (first order) or 'refit'."
-            )
-        del blocks
+        engine, certify = _model_engine(estimator, loss, adapter, probe, probe_rows, theta0, Xd, yd, sw, engine,
+                                        polish, certify, whitener)
 
     if engine == "exact":
         if pairs_per_target not in (None, "all"):
@@ -271,20 +242,7 @@ def _estimate(estimator, X, y, n, k, n_rounds, summary_size, refine, scale, whit
         dist = _exact_distances(estimator, adapter, X, y, fit_params, n, k, whitener, n_jobs, verbose)
         return SwapDeltas(dist, k, "exact", "exhaustive")
 
-    if pairs_per_target is None:
-        all_pairs = False
-        if engine == "refit":
-            p = 1
-        elif certify and engine == "newton":
-            p = min(1 if n >= _ONE_PAIR_ROWS else _CERTIFIED_PAIRS, k)
-        else:
-            p = min(_SAMPLED_PAIRS, k)
-    elif pairs_per_target == "all":
-        all_pairs, p = True, k
-    else:
-        p = check_int(_OWNER, "pairs_per_target", pairs_per_target, 1, k,
-                      why=f"e is drawn among the k={k} rows of D_out.")
-        all_pairs = False
+    all_pairs, p = _pairs_per_target(engine, pairs_per_target, certify, n, k)
     # Values kept per target and round: the Jensen summary of the round's p distances
     # (module docstring), within a memory budget for the whole (n, n_rounds, .) array.
     n_keep = max(1, min(p, summary_size, _MAX_VALUES // (n * n_rounds)))
@@ -318,6 +276,66 @@ def _estimate(estimator, X, y, n, k, n_rounds, summary_size, refine, scale, whit
     )
     return SwapDeltas(rounds, k, engine, "all" if all_pairs else "sampled", polished=polish,
                       certified=certify)
+
+
+def _resolve_engine(estimator, loss, engine):
+    """``engine`` checked against the registered ``loss``; ``"auto"`` becomes ``"refit"``
+    without one, else ``"influence?"`` (settled by :func:`_model_engine` on the probe fit)."""
+    if engine in ("newton", "influence") and loss is None:
+        raise TypeError(
+            f"{_OWNER}: engine={engine!r} needs the objective of {type(estimator).__name__}; "
+            "none is registered. Use engine='refit', or register one with "
+            "skmip.calibration.swap.register_smooth_loss."
+        )
+    if engine == "auto":
+        engine = "refit" if loss is None else "influence?"
+    if engine in ("newton", "influence", "influence?"):
+        loss.check(estimator)
+    return engine
+
+
+def _model_engine(estimator, loss, adapter, probe, probe_rows, theta0, Xd, yd, sw, engine, polish, certify,
+                  whitener):
+    """``(engine, certify)`` of the influence engines, read from the loss's blocks at the probe
+    fit: ``"newton"`` where every block is generalised-linear (or one multinomial block),
+    ``"influence"`` otherwise; certified only where the certificate applies (polished fits)."""
+    if polish:
+        theta0 = _polish(probe, loss, adapter, Xd, yd, probe_rows, sw)
+    blocks = loss.blocks(probe, Xd, yd, probe_rows, sw)
+    _check_layout(blocks, theta0, estimator)
+    glm = all(b.glm is not None for b in blocks)
+    # The certificate bounds distances between exact minimisers: the fits (and the
+    # release) must be carried there (polish).
+    certify = bool(certify) and polish and certifiable(
+        blocks, engine in ("newton", "influence?") and glm, whitener)
+    # Multinomial blocks (K margins per row, multinomial.py): "newton" too.
+    if len(blocks) == 1 and blocks[0].multi is not None:
+        glm = True
+    if engine == "influence?":
+        engine = "newton" if glm else "influence"
+    elif engine == "newton" and not glm:
+        raise ValueError(
+            f"{_OWNER}: engine='newton' needs a loss whose rows each depend on one margin "
+            "(generalised-linear) or on one margin per class (multinomial), which this "
+            f"{type(estimator).__name__}'s registered loss does not declare. Use "
+            "engine='influence' (first order) or 'refit'."
+        )
+    return engine, certify
+
+
+def _pairs_per_target(engine, pairs_per_target, certify, n, k):
+    """``(all_pairs, p)``: every pair of D_out, or ``p`` sampled pairs per target and round
+    (the engine's default when ``pairs_per_target`` is None)."""
+    if pairs_per_target is None:
+        if engine == "refit":
+            return False, 1
+        if certify and engine == "newton":
+            return False, min(1 if n >= _ONE_PAIR_ROWS else _CERTIFIED_PAIRS, k)
+        return False, min(_SAMPLED_PAIRS, k)
+    if pairs_per_target == "all":
+        return True, k
+    return False, check_int(_OWNER, "pairs_per_target", pairs_per_target, 1, k,
+                            why=f"e is drawn among the k={k} rows of D_out.")
 
 
 def _check_layout(blocks, theta, estimator):

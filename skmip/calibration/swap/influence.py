@@ -6,7 +6,8 @@ import numpy as np
 from scipy import linalg
 
 from skmip.calibration.swap._common import _OWNER
-from skmip.calibration.swap.certify import PairCertifier, fit_row_scalars
+from skmip.calibration.swap.pair_certifier import PairCertifier
+from skmip.calibration.swap.row_sums import fit_row_scalars
 from skmip.calibration.losses.registry import gradient_sum
 from skmip.calibration.swap.multinomial import _multi_margin_distances
 from skmip.calibration.swap.newton import (
@@ -139,7 +140,7 @@ def certifiable(blocks, newton, whitener):
 
 
 def _certifier(block, hinv, fitter, H, whitener, prep=None):
-    """The fit's :class:`~.certify.PairCertifier`. ``prep`` = (H side, target side) of
+    """The fit's :class:`~.pair_certifier.PairCertifier`. ``prep`` = (H side, target side) of
     :func:`_prepare`: the rows' quantities the engine computed, all summed at once; without
     it the H side's scalars are computed here and the row sums filled as the rows come."""
     residual = gradient_sum(block, H) + block.regularizer_gradient
@@ -228,80 +229,106 @@ def _influence_round(fitter, loss, Xd, y, sample_weight, n, k, seed, p, whitener
         blocks = loss.blocks(fitted, Xd, y, H, sample_weight)
         del fitted
         targets = np.flatnonzero(owner == j)
-        preps, factors = [], []
-        step = np.zeros(theta.size)
         multi = newton and blocks[0].multi is not None  # K margins per row: multinomial.py
         # Sampled pairs of one generalised-linear block (the default): streamed by chunks.
         stream = newton and not all_pairs and not multi and len(blocks) == 1 and blocks[0].glm is not None
-        for b in blocks:
-            factor = _factor(b)
-            factors.append(factor)
-            step[b.index] = _solver_step(b, factor, H)
-            if not multi and not stream:
-                preps.append((_prepare(b, factor, H, whitener, newton), _prepare(b, factor, targets, whitener, newton), b.glm))
-        # Zero-scale coordinates are left out of the solver check (they carry no noise).
-        step[whitener.zero] = 0.0
-        solver_error = float(whitener.norms(step))
+        preps, factors, solver_error = _block_steps(blocks, theta.size, H, targets, whitener, newton,
+                                                    prepare=not multi and not stream)
         del theta
         if multi:  # --- hook: the target-exact engine with K margins (multinomial.py) ---
             # The same draws of e as the one-margin engines: p positions in H per target.
             pos = None if all_pairs else rng.integers(0, k, size=(targets.size, p))
-            dist = _multi_margin_distances(blocks[0], factor, H, targets, pos, whitener)
+            dist = _multi_margin_distances(blocks[0], factors[-1], H, targets, pos, whitener)
             out[targets] = _jensen_summary(dist, n_keep)
-            _check_solver_error(solver_error, out[targets], k)
-            continue  # --- end hook ---
-        if stream:
+        elif stream:
             if targets.size:
                 pos = rng.integers(0, k, size=(targets.size, p))  # positions in H of each target's e
                 dist = _streamed_pairs(blocks[0], factors[0], fitter, H, targets, pos, whitener, certify, refine)
                 out[targets] = _jensen_summary(dist, n_keep)
-            _check_solver_error(solver_error, out[targets], k)
-            continue
-        # Certified distances replace the (uncertified) refinement of the most exposed targets.
-        cert = _certifier(blocks[0], linalg.cho_solve(factors[0], np.eye(blocks[0].theta.size), check_finite=False),
-                          fitter, H, whitener, preps[0][:2]) if certify else None
-        # Refining the most exposed targets needs one generalised-linear block.
-        n_refine = _n_refine(refine if (newton and len(blocks) == 1 and cert is None) else 0.0, targets.size)
-        P = fitter.regulariser_hessian(blocks[0], H) if n_refine else None
-        if all_pairs:
-            # Chunk the targets so that each (k x chunk) cross matrix stays small.
-            width = max(1, _CHUNK_ELEMENTS // k)
-            for start in range(0, targets.size, width):
-                chunk = np.arange(start, min(start + width, targets.size))
-                if cert is not None:
-                    (pe, px, glm), = preps
-                    pxc = _take(px, chunk)
-                    c_e, c_x, det = _pair_coefficients(pe, pxc, glm, True, cross=True, details=True)
-                    dist = np.sqrt(_assemble_sq([(pe, pxc, c_e, c_x)], True, whitener.diagonal))
-                    bound = cert.bound(dist, _norms(pe)[:, None], _norms(pxc)[None, :], c_e, c_x, det,
-                                       np.asarray(H)[:, None], pxc["rows"][None, :])
-                    dist = cert.tighten(dist, bound, pxc["rows"][None, :], np.asarray(H)[:, None], c_e, c_x, det)
-                    out[targets[chunk]] = _jensen_summary(dist.T, n_keep)
-                    continue
-                terms = []
-                for pe, px, glm in preps:
-                    pxc = _take(px, chunk)
-                    terms.append((pe, pxc) + _pair_coefficients(pe, pxc, glm, newton, cross=True))
-                dist = np.sqrt(_assemble_sq(terms, True, whitener.diagonal))
-                if n_refine:
-                    cols = np.argsort(-dist.mean(axis=0))[:n_refine]
-                    better, ok = _refine_fit(blocks[0], factors[0], P, H, preps[0][1], chunk[cols],
-                                             np.broadcast_to(H, (cols.size, k)), whitener)
-                    dist[:, cols[ok]] = better[ok].T
-                out[targets[chunk]] = _jensen_summary(dist.T, n_keep)
-        elif targets.size:
-            T = targets.size
-            pos = rng.integers(0, k, size=(T, p))  # positions in H of each target's e
-            dist = np.empty((T, p))
-            # e-side (chunk, p, .) gathered, in chunks that stay in cache; target side
-            # (chunk, 1, .) broadcast, not copied.
-            width = max(1, _GATHER_ELEMENTS // (p * Xd.shape[1]))
-            # (Several blocks or first order: one generalised-linear block is streamed above,
-            # and only it is certified or refined.)
-            for c in (slice(a, a + width) for a in range(0, T, width)):
-                sides = [(_take(pe, pos[c], _E_KEYS), {key: value[c, None] for key, value in px.items() if key in _X_KEYS},
-                          glm) for pe, px, glm in preps]
-                dist[c] = _matched_distances(sides, whitener, newton)
-            out[targets] = _jensen_summary(dist, n_keep)
+        else:
+            _prepared_pairs(out, rng, fitter, blocks, preps, factors, H, targets, k, p, n_keep, Xd, whitener,
+                            all_pairs, newton, refine, certify)
         _check_solver_error(solver_error, out[targets], k)
     return out
+
+
+def _block_steps(blocks, n_params, H, targets, whitener, newton, prepare):
+    """``(preps, factors, solver_error)`` of one fit: each block's Hessian factor; with
+    ``prepare``, each block's (H side, target side, glm) of :func:`_prepare`; and the
+    whitened norm of the solver's step to the modelled minimiser (zero-scale coordinates,
+    which carry no noise, left out), for :func:`_check_solver_error`."""
+    preps, factors = [], []
+    step = np.zeros(n_params)
+    for b in blocks:
+        factor = _factor(b)
+        factors.append(factor)
+        step[b.index] = _solver_step(b, factor, H)
+        if prepare:
+            preps.append((_prepare(b, factor, H, whitener, newton), _prepare(b, factor, targets, whitener, newton), b.glm))
+    # Zero-scale coordinates are left out of the solver check (they carry no noise).
+    step[whitener.zero] = 0.0
+    return preps, factors, float(whitener.norms(step))
+
+
+def _prepared_pairs(out, rng, fitter, blocks, preps, factors, H, targets, k, p, n_keep, Xd, whitener, all_pairs,
+                    newton, refine, certify):
+    """Fill ``out[targets]`` from the prepared rows of one fit: every pair (``all_pairs``),
+    certified or refined where asked, or ``p`` sampled pairs per target."""
+    # Certified distances replace the (uncertified) refinement of the most exposed targets.
+    cert = _certifier(blocks[0], linalg.cho_solve(factors[0], np.eye(blocks[0].theta.size), check_finite=False),
+                      fitter, H, whitener, preps[0][:2]) if certify else None
+    # Refining the most exposed targets needs one generalised-linear block.
+    n_refine = _n_refine(refine if (newton and len(blocks) == 1 and cert is None) else 0.0, targets.size)
+    P = fitter.regulariser_hessian(blocks[0], H) if n_refine else None
+    if all_pairs:
+        _all_pairs(out, blocks, preps, factors, cert, P, n_refine, H, targets, k, n_keep, whitener, newton)
+    elif targets.size:
+        out[targets] = _sampled_pairs(rng, preps, targets, k, p, n_keep, Xd, whitener, newton)
+
+
+def _all_pairs(out, blocks, preps, factors, cert, P, n_refine, H, targets, k, n_keep, whitener, newton):
+    """Every pair of one fit, a chunk of targets at a time so that each (k x chunk) cross
+    matrix stays small; certified (``cert``) or refined (``n_refine``) where asked."""
+    width = max(1, _CHUNK_ELEMENTS // k)
+    for start in range(0, targets.size, width):
+        chunk = np.arange(start, min(start + width, targets.size))
+        if cert is not None:
+            (pe, px, glm), = preps
+            pxc = _take(px, chunk)
+            c_e, c_x, det = _pair_coefficients(pe, pxc, glm, True, cross=True, details=True)
+            dist = np.sqrt(_assemble_sq([(pe, pxc, c_e, c_x)], True, whitener.diagonal))
+            bound = cert.bound(dist, _norms(pe)[:, None], _norms(pxc)[None, :], c_e, c_x, det,
+                               np.asarray(H)[:, None], pxc["rows"][None, :])
+            dist = cert.tighten(dist, bound, pxc["rows"][None, :], np.asarray(H)[:, None], c_e, c_x, det)
+            out[targets[chunk]] = _jensen_summary(dist.T, n_keep)
+            continue
+        terms = []
+        for pe, px, glm in preps:
+            pxc = _take(px, chunk)
+            terms.append((pe, pxc) + _pair_coefficients(pe, pxc, glm, newton, cross=True))
+        dist = np.sqrt(_assemble_sq(terms, True, whitener.diagonal))
+        if n_refine:
+            cols = np.argsort(-dist.mean(axis=0))[:n_refine]
+            better, ok = _refine_fit(blocks[0], factors[0], P, H, preps[0][1], chunk[cols],
+                                     np.broadcast_to(H, (cols.size, k)), whitener)
+            dist[:, cols[ok]] = better[ok].T
+        out[targets[chunk]] = _jensen_summary(dist.T, n_keep)
+
+
+def _sampled_pairs(rng, preps, targets, k, p, n_keep, Xd, whitener, newton):
+    """The Jensen summary (T, n_keep) of ``p`` pairs per target, e drawn uniformly in H.
+
+    (Several blocks or first order: one generalised-linear block is streamed by
+    :func:`_streamed_pairs`, and only it is certified or refined.)
+    """
+    T = targets.size
+    pos = rng.integers(0, k, size=(T, p))  # positions in H of each target's e
+    dist = np.empty((T, p))
+    # e-side (chunk, p, .) gathered, in chunks that stay in cache; target side
+    # (chunk, 1, .) broadcast, not copied.
+    width = max(1, _GATHER_ELEMENTS // (p * Xd.shape[1]))
+    for c in (slice(a, a + width) for a in range(0, T, width)):
+        sides = [(_take(pe, pos[c], _E_KEYS), {key: value[c, None] for key, value in px.items() if key in _X_KEYS},
+                  glm) for pe, px, glm in preps]
+        dist[c] = _matched_distances(sides, whitener, newton)
+    return _jensen_summary(dist, n_keep)

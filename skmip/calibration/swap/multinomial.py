@@ -49,61 +49,14 @@ quadratic loss and its error on logistic losses is measured against refits
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import NamedTuple
-
 import numpy as np
 from scipy import linalg
 
+from skmip.calibration.losses.terms import MultiMarginTerms  # noqa: F401  (defined with the loss terms; importable here as before)
 from skmip.calibration.swap._common import _OWNER
 
 #: (e, x) pairs processed at a time (memory: a few K x K arrays per pair).
 _PAIR_CHUNK = 8192
-
-
-class MultiMarginTerms(NamedTuple):
-    r"""Structure of a block whose row losses depend on :math:`K` margins :math:`z_i = \Theta\tilde x_i`.
-
-    The block's coordinates are :math:`\mathrm{vec}(\Theta)` class-major: coordinate
-    ``c * D_f + f`` multiplies feature ``f`` in margin ``c`` (``D_f = features.shape[1]``).
-    This is what lets the ``"newton"`` engine keep the target's loss exact for
-    multinomial models (:mod:`skmip.calibration.swap.multinomial`).
-
-    Attributes
-    ----------
-    features : ndarray of shape (n_samples, D_f)
-        :math:`\tilde x_i` (the row with a 1 appended for an intercept).
-    margins : ndarray of shape (n_samples, K)
-        :math:`z_i = \hat\Theta_H\tilde x_i` at the fit.
-    dloss, d2loss : callable
-        ``dloss(Z, rows)`` -> ``(m, K)`` gradients :math:`\nabla_z\ell_{rows}(Z)` and
-        ``d2loss(Z, rows)`` -> ``(m, K, K)`` Hessians :math:`\nabla^2_z\ell_{rows}(Z)`
-        (positive semi-definite), for ``Z`` of shape ``(m, K)`` and ``rows`` of shape ``(m,)``.
-    """
-
-    features: np.ndarray
-    margins: np.ndarray
-    dloss: Callable
-    d2loss: Callable
-
-
-def _softmax_terms(features, margins, onehot, weights):
-    r""":class:`MultiMarginTerms` of the weighted softmax cross-entropy
-    :math:`c_i(\log\sum_a e^{z_a} - t_i^\top z)` (``onehot`` :math:`t_i`, ``weights`` :math:`c_i`)."""
-
-    def probabilities(Z):
-        E = np.exp(Z - Z.max(axis=1, keepdims=True))
-        return E / E.sum(axis=1, keepdims=True)
-
-    def dloss(Z, rows):
-        return weights[rows, None] * (probabilities(Z) - onehot[rows])
-
-    def d2loss(Z, rows):
-        P = probabilities(Z)
-        W = P[:, :, None] * (np.eye(P.shape[1])[None] - P[:, None, :])  # diag p - p p'
-        return weights[rows, None, None] * W
-
-    return MultiMarginTerms(features, margins, dloss, d2loss)
 
 
 def _solve_margins(Ax, b, terms, rows, max_iter=100):

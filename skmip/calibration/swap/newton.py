@@ -208,6 +208,15 @@ def _refine_targets(glm, F, H, P, theta0, reg0, Hinv, x, xi_x, a, u0x, e_rows, w
     ok = converged & ~failed
     fac, factored = _cholesky(hessian(theta), ok)
     ok &= factored
+    return _removal_distances(glm, fac, theta, theta0, e_rows, whitener, index), ok
+
+
+def _removal_distances(glm, fac, theta, theta0, e_rows, whitener, index):
+    """Whitened distances (B, q, p) from each fit ``theta0[b]`` to the target's solution
+    ``theta[b, j]`` with each of its rows ``e_rows[b, j]`` removed, linearised there:
+    ``theta - theta0 + rho xi_e`` with ``xi_e = H'^-1 x_e`` (``fac`` the Cholesky factor of
+    the Hessian H' at ``theta``) and Sherman-Morrison's ``rho``; ``inf`` where a zero-scale
+    coordinate moves."""
     Fe = glm.features[e_rows]  # (B, q, p, D)
     me = (Fe * theta[..., None, :]).sum(-1)
     xi_e = Fe @ _cho_inverse(fac)
@@ -223,7 +232,7 @@ def _refine_targets(glm, F, H, P, theta0, reg0, Hinv, x, xi_x, a, u0x, e_rows, w
     if vraw.shape[-1]:
         raw = vraw[..., None, :] + rho[..., None] * whitener.raw(xi_e, index)
         out = np.where((raw != 0).any(axis=-1), np.inf, out)
-    return out, ok
+    return out
 
 
 def _n_refine(fraction, n_targets):

@@ -1,4 +1,8 @@
-"""The seeds of one seeded training call, and a block with torch's global RNG seeded then restored.
+"""The randomness of one training call: learner seeds, the release generator, torch's RNG block.
+
+The seeds of one seeded training call (:func:`fit_seeds`), the generator of a release's
+batches and noise (:func:`release_generator`), a block with torch's global RNG seeded then
+restored (:func:`seeded_torch`), and the per-epoch data order (:class:`EpochPermutationSampler`).
 
 The lowest layer of skmip's torch leaf: :mod:`skmip.nn.ensemble` (batched fits) and
 :mod:`skmip.nn.seeded_nets` (the seeded skorch nets) both draw their randomness through these
