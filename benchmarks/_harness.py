@@ -328,10 +328,11 @@ def smoke_one(name, help_only=False):
     except MissingDependency as exc:
         status, detail = "skipped", str(exc)
     except ImportError as exc:
-        if not _missing_optional(exc):
-            raise
         sys.modules.pop(name, None)
-        status, detail = "skipped", f"needs {exc.name}"
+        if _missing_optional(exc):
+            status, detail = "skipped", f"needs {exc.name}"
+        else:
+            status, detail = "failed", traceback.format_exc(limit=-8)
     except SystemExit as exc:
         if exc.code not in (None, 0):
             status, detail = "failed", f"exit {exc.code}"

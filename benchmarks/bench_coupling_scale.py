@@ -76,7 +76,8 @@ def bench_ratio(n_rounds=None, shapes=("auto", "full"), draws=50, plain_repeats=
 def bench_bounds(ms=(200, 300, 400, 600, 1000)):
     """Noise scale at eta = 0.1 from the same rounds cut to m: betting against Maurer-Pontil."""
     from skmip.bounds import coupling_noise_scale
-    from skmip.calibration.swap import estimate_noise_factor, estimate_swap_deltas
+    from skmip.calibration.spread.noise_factor import estimate_noise_factor
+    from skmip.calibration.swap import estimate_swap_deltas
 
     X, y = load_breast_cancer(return_X_y=True)
     X_tr, _, y_tr, _ = train_test_split(StandardScaler().fit_transform(X), y, random_state=0)
@@ -119,7 +120,9 @@ def bench_engine(shapes=("design", "full"), bc_rounds=12, adult_rows=1500, adult
     """The ``"newton"`` engine against exact refits on the same (x*, e) pairs, per noise shape:
     per-pair and per-target ratios, and the point-estimate scale at eta = 0.1 of each."""
     from skmip.bounds import coupling_noise_scale
-    from skmip.calibration.swap import design_noise_factor, estimate_noise_factor, estimate_swap_deltas
+    from skmip.calibration.noise_shape import design_noise_factor
+    from skmip.calibration.spread.noise_factor import estimate_noise_factor
+    from skmip.calibration.swap import estimate_swap_deltas
 
     X, y = load_breast_cancer(return_X_y=True)
     X_bc, _, y_bc, _ = train_test_split(StandardScaler().fit_transform(X), y, random_state=0)

@@ -38,7 +38,8 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression
 
 from skmip.bounds import coupling_noise_scale, mip_noise_constant
-from skmip.calibration.swap import estimate_noise_factor, estimate_swap_deltas
+from skmip.calibration.spread.noise_factor import estimate_noise_factor
+from skmip.calibration.swap import estimate_swap_deltas
 
 ETAS = [0.05, 0.1, 0.2, 0.3]
 

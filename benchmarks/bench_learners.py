@@ -46,7 +46,8 @@ from sklearn.svm import LinearSVC
 
 from skmip import mip_noise_path
 from skmip.bounds import coupling_noise_scale
-from skmip.calibration.swap import estimate_noise_factor, estimate_swap_deltas
+from skmip.calibration.spread.noise_factor import estimate_noise_factor
+from skmip.calibration.swap import estimate_swap_deltas
 
 
 def _against_refits(label, make, X, y, check_rounds, engines=("refit", "newton", "influence")):

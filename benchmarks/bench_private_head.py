@@ -182,7 +182,8 @@ def engine_check(head, X, y, k, n_rounds, engine):
     """The engine the wrapper used against exact refits of the whole net on the same (x*, e)
     pairs (same seed, one pair per target and round), whitened by the same full noise shape."""
     from skmip.bounds import coupling_noise_scale
-    from skmip.calibration.swap import estimate_noise_factor, estimate_swap_deltas
+    from skmip.calibration.spread.noise_factor import estimate_noise_factor
+    from skmip.calibration.swap import estimate_swap_deltas
 
     L = estimate_noise_factor(head, X, y, train_size=k, n_subsets=128, random_state=1)
     kw = dict(scale=L, train_size=k, n_rounds=n_rounds, pairs_per_target=1, random_state=7)
