@@ -54,7 +54,7 @@ from skmip.release.dp_baselines import (
 from skmip.exceptions import PrivacyWarning
 from skmip.audit.game import play_membership_game
 from skmip.audit.metrics import check_mip_bound, membership_advantage
-from skmip.params import nearest_psd as _project_psd
+from skmip.params import nearest_psd
 from skmip.release.statistic import Statistic
 from skmip.release.gaussian import MIPGaussianSynthesizer, mean_and_covariance
 from skmip.audit.attacks.synthetic import closest_record_signal
@@ -241,7 +241,7 @@ class _AnalyzeGaussGaussian:
         M = analyze_gauss(Z, epsilon=self.epsilon, delta=DELTA, clip_norm=self.clip_norm,
                           random_state=self.random_state)
         self.mean_ = M[:d, d]
-        self.covariance_ = _project_psd(M[:d, :d] - np.outer(self.mean_, self.mean_), 0.0)
+        self.covariance_ = nearest_psd(M[:d, :d] - np.outer(self.mean_, self.mean_), 0.0)
         return self
 
 
