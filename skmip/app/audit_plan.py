@@ -353,8 +353,12 @@ def _dp_learner(spec, est, d, k, sampling_rate, n_rows):
     )
 
 
-def _noisy_sgd_base(spec, est, d, k):
-    """Keyword arguments of a DPNeuralNetClassifier with ``est``'s network, or (None, reason)."""
+def _noisy_sgd_base(spec, est, d, k, n_rows):
+    """Keyword arguments of a DPNeuralNetClassifier with ``est``'s network, or (None, reason).
+
+    The batch size is capped at a game's member set (half of the ``n_rows`` pool rows): DP-SGD
+    samples batches at rate ``batch_size / n``, which must not exceed 1.
+    """
     if spec.kind != "torch-mlp" and not torch_available():
         return None, 'noisy SGD trains torch networks and needs the torch extra: pip install "skmip[torch]"'
     if spec.kind == "torch-mlp" or (
@@ -363,6 +367,8 @@ def _noisy_sgd_base(spec, est, d, k):
         # The same network and steps (any --param included); the private sampler replaces
         # the data loader's shuffling.
         params = {k_: v for k_, v in est.get_params(deep=False).items() if not k_.startswith("iterator_train__")}
+        if "batch_size" in params:
+            params["batch_size"] = max(1, min(int(params["batch_size"]), n_rows // 2))
         return params, None
     return None, (
         f"noisy SGD clips and noises the gradient steps of a torch network, and {type(est).__name__} "
@@ -413,7 +419,7 @@ def plan_rows(specs_and_defenses, options, n_features, n_classes, n_rows):
         for key in ("gmip", "dp-sgd"):
             if key not in asked:
                 continue
-            base, reason = _noisy_sgd_base(spec, est, d, k)
+            base, reason = _noisy_sgd_base(spec, est, d, k, n_rows)
             if base is None:
                 skipped.append(Skipped(spec.name, key, reason))
                 continue
@@ -440,8 +446,15 @@ def _plan_mip(spec, est, options, d, k, n_rows, rows, skipped):
         def fitted(model, n=n_rows):
             # The promise of the model fitted for utility on the n pool rows, with
             # its own k (Definition 1's prior max(k/n, 1-k/n); 1/2 only for even n).
-            eta = float(model.mip_bound_)
-            return _mip_promise_text(eta, model.n_train_, n), eta, float(mip_tpr_bound(FPR, eta))
+            from skmip.promise import stated_promise
+
+            promise = stated_promise(model)
+            if promise is None or not promise.promised:
+                return (f"no promise: noise calibrated to eta={model.target_eta_:g}, but this fit's "
+                        "swap distances are estimates, not proven bounds (docs: 'Certified "
+                        "distances')"), None, None
+            eta = promise.value
+            return _mip_promise_text(eta, promise.n_train, n), eta, float(mip_tpr_bound(FPR, eta))
 
         k_planned = int(round(0.5 * n_rows))  # MIPNoiseWrapper's default train_size
         rows.append(AuditRow(

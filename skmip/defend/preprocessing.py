@@ -30,6 +30,21 @@ def preprocessing_route(estimator, method, params):
     ``params="auto"`` and a coupling calibration (``method`` ``"auto"`` or ``"coupling"``).
     ``method="moments"`` or a ``params`` list keep the earlier route: every step fitted on
     ``D_train`` and noised together (:class:`skmip.params.PipelineAdapter`).
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        What :class:`~skmip.defend.MIPNoiseWrapper` wraps.
+    method : {"auto", "coupling", "moments", "synthetic"}
+        The wrapper's ``method``.
+    params : "auto", list of str or ParamAdapter
+        The wrapper's ``params``.
+
+    Returns
+    -------
+    route : object or None
+        The route (it fits the transformers on all of D, and releases them with the noised
+        last step), or ``None``.
     """
     from sklearn.pipeline import Pipeline
 

@@ -318,3 +318,28 @@ def test_progress_names_each_model_and_the_time_left(capsys):
     err = capsys.readouterr().err
     assert "model 1/4 done" in err and "s left" in err and "model 4/4 done" in err
     assert "done: loss finds AUC" in err
+
+
+def test_a_fit_that_promises_nothing_says_so_instead_of_crashing(tmp_path):
+    """Multinomial logistic regression on iris: the newton engine's swap distances are estimates,
+    so the fitted wrapper states no promise (mip_bound_ None); the row says so."""
+    out_json = tmp_path / "audit.json"
+    argv = ["--dataset", "iris", "--estimator", "logreg", "--eta", "0.3", "--defense", "mip",
+            "--n-models", "4", "--n-subsets", "8", "--n-rounds", "60", "--n-jobs", "1", "-q",
+            "--seed", "0", "--json", str(out_json)]
+    assert main(argv) == 0
+    _, rows = _json(out_json)
+    row = rows["logreg", "MIP eta=0.3"]
+    assert row["promise"].startswith("no promise: noise calibrated to eta=0.3")
+    assert row["promised_tpr_at_1pct_fpr"] is None
+
+
+def test_noisy_sgd_rows_fit_their_batches_in_a_small_game(tmp_path):
+    """150 rows: a game's member set is smaller than the MLP's batch of 64; the batch is capped."""
+    pytest.importorskip("skorch")
+    out_json = tmp_path / "audit.json"
+    argv = ["--dataset", "breast_cancer", "--estimator", "mlp", "--defense", "dp-sgd",
+            "--n-samples", "150", "--n-models", "4", "--n-jobs", "1", "-q", "--json", str(out_json)]
+    assert main(argv) == 0
+    _, rows = _json(out_json)
+    assert any(defense.startswith("DP-SGD") for _, defense in rows)

@@ -459,5 +459,5 @@ def test_the_names_before_0_2_still_work_with_a_warning():
     assert np.array_equal(new, old)
     with pytest.raises(ValueError, match="n_splits=6 and n_subsets=8 were both set"):
         estimate_sigma(DummyRegressor(), X, y, n_subsets=8, n_splits=6, **kw)
-    with pytest.raises(ValueError, match=r"split_size must be in \(0, 1\)"):
+    with pytest.warns(FutureWarning), pytest.raises(ValueError, match=r"split_size must be in \(0, 1\)"):
         estimate_sigma(DummyRegressor(), X, y, split_size=1.5, **kw)
