@@ -45,15 +45,14 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import functools
 import math
-import os
 import time
 import warnings
 
 import numpy as np
-from _harness import load_frame, markdown_table  # the script's folder is on sys.path
+import _harness as H  # the script's folder is on sys.path
+from _harness import load_frame, markdown_table
 from scipy.optimize import brentq
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.compose import make_column_transformer
@@ -419,22 +418,18 @@ def table(util, tpr):
                            "audit TPR at 1% FPR"], rows)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reps", type=int, default=3)
+def main(argv=None):
+    parser = H.parser(__doc__, reps=3, quick="smoke test: 1 repetition, adult on 2,000 rows, 300-row pools, "
+                                              "4 game models")
     parser.add_argument("--eta", type=float, default=0.1)
     parser.add_argument("--adult-rows", type=int, default=5000, help="adult subsample (0: all 32,561 rows)")
     parser.add_argument("--audit-rows", type=int, default=1000, help="pool of the membership game (0: no audit)")
     parser.add_argument("--n-models", type=int, default=8, help="models of the membership game")
-    parser.add_argument("--quick", action="store_true",
-                        help="smoke test: 1 repetition, adult on 2,000 rows, 300-row pools, 4 game models")
     parser.add_argument("--datasets", nargs="+", default=["adult", "german_credit"])
     parser.add_argument("--models", nargs="+", default=["linear", "forest", "boosting"],
                         choices=["linear", "forest", "boosting"])
-    args = parser.parse_args()
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    if args.quick:
-        args.reps, args.adult_rows, args.audit_rows, args.n_models = 1, 2000, 300, 4
+    args = H.parse(parser, argv, blas_threads=1, quick=dict(reps=1, adult_rows=2000, audit_rows=300, n_models=4),
+                   smoke=dict(datasets=["adult"], adult_rows=400, models=["linear"], audit_rows=0))
     log = lambda s: print(s, flush=True)  # noqa: E731
     for dataset in args.datasets:
         t0 = time.perf_counter()

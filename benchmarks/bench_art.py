@@ -15,29 +15,26 @@ Results are recorded in docs/auditing.md together with this command.
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
 import warnings
 
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+import _harness as H  # the script's folder is on sys.path
+import numpy as np
+from sklearn.datasets import load_breast_cancer, load_digits
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.neural_network import MLPClassifier
+from sklearn.preprocessing import StandardScaler
 
-import numpy as np  # noqa: E402
-from sklearn.datasets import load_breast_cancer, load_digits  # noqa: E402
-from sklearn.ensemble import RandomForestClassifier  # noqa: E402
-from sklearn.linear_model import LogisticRegression  # noqa: E402
-from sklearn.neural_network import MLPClassifier  # noqa: E402
-from sklearn.preprocessing import StandardScaler  # noqa: E402
-
-from skmip.audit.attacks import get_attack  # noqa: E402
-from skmip.audit.game import play_membership_game  # noqa: E402
-from skmip.audit.metrics import mi_roc_auc, tpr_at_fpr  # noqa: E402
+from skmip.audit.attacks import get_attack
+from skmip.audit.game import play_membership_game
+from skmip.audit.metrics import mi_roc_auc, tpr_at_fpr
 
 OURS = ["loss", "lira", "lira_offline", "rmia"]
 
 
-def _targets(quick):
+def _targets(quick, smoke=False):
     Xd, yd = load_digits(return_X_y=True)
     Xd = Xd / 16.0
     rows = np.random.default_rng(0).permutation(len(yd))[:400]
@@ -47,6 +44,8 @@ def _targets(quick):
         ("digits[400] LogReg(C=10)", LogisticRegression(C=10, max_iter=1000), Xd[rows], yd[rows]),
         ("breast_cancer RandomForest", RandomForestClassifier(n_estimators=100), Xc, yc),
     ]
+    if smoke:
+        return targets[:1]
     if not quick:
         targets.append(("digits MLP(64), alpha=0", MLPClassifier((64,), alpha=0.0, max_iter=200), Xd, yd))
     return targets
@@ -68,24 +67,21 @@ def _art_scores(model, X, y, train_in, train_out, evaluate, attack_model_type, s
     return attack.infer(X32[evaluate], y[evaluate], probabilities=True).ravel()
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main(argv=None):
+    parser = H.parser(__doc__, quick="two targets only", seed=0)
     parser.add_argument("--n-models", type=int, default=16)
     parser.add_argument("--art-models", default="rf,gb", help="comma-separated: rf, gb, nn")
-    parser.add_argument("--quick", action="store_true", help="two targets only")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    try:
-        import art
-    except ImportError as exc:
-        raise SystemExit("bench_art needs ART: pip install adversarial-robustness-toolbox") from exc
+    # --smoke: one target (digits), 4 models, ART's random-forest attack model only.
+    args = H.parse(parser, argv, blas_threads=1, smoke=dict(n_models=4, art_models="rf"))
+    art = H.requires("art", "pip install adversarial-robustness-toolbox")
+    H.requires("torch", "pip install torch")
     art_models = args.art_models.split(",")
     print(f"ART {art.__version__}; K = {args.n_models} models per game; evaluation on held-out halves")
     header = f"{'target':<28}{'attack':<22}{'AUC':>7}{'TPR@0.1%':>10}{'TPR@1%':>9}"
     print(header)
     print("-" * len(header))
     t0 = time.perf_counter()
-    for name, est, X, y in _targets(args.quick):
+    for name, est, X, y in _targets(args.quick, args.smoke):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             # inspect=lambda m: m keeps the fitted models, which ART needs (benchmark only)
@@ -114,7 +110,7 @@ def main():
             print(f"{name:<28}{label:<22}{mi_roc_auc(m, s):>7.3f}{tpr_at_fpr(m, s, 0.001):>10.4f}"
                   f"{tpr_at_fpr(m, s, 0.01):>9.4f}")
         print(f"{'':<28}({m.size} evaluation trials, {int(m.sum())} members)")
-    print(f"\ntotal {time.perf_counter() - t0:.0f} s; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"\ntotal {time.perf_counter() - t0:.0f} s; load average {H.load_average():.1f} on {os.cpu_count()} cores")
 
 
 if __name__ == "__main__":

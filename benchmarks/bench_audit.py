@@ -27,28 +27,24 @@ Results are recorded in docs/auditing.md together with this command.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import os
 import pickle
 import time
-import tracemalloc
 import warnings
 
-os.environ.setdefault("OMP_NUM_THREADS", "1")  # joblib workers, not BLAS threads, parallelise
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+import _harness as H  # the script's folder is on sys.path
+import numpy as np
+from sklearn.base import clone
+from sklearn.datasets import load_breast_cancer, load_digits
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.neural_network import MLPClassifier
+from sklearn.preprocessing import StandardScaler
 
-import numpy as np  # noqa: E402
-from sklearn.base import clone  # noqa: E402
-from sklearn.datasets import load_breast_cancer, load_digits  # noqa: E402
-from sklearn.ensemble import RandomForestClassifier  # noqa: E402
-from sklearn.linear_model import LogisticRegression  # noqa: E402
-from sklearn.neural_network import MLPClassifier  # noqa: E402
-from sklearn.preprocessing import StandardScaler  # noqa: E402
-
-from skmip.audit.attacks import get_attack  # noqa: E402
-from skmip.audit.game import play_membership_game  # noqa: E402
-from skmip.audit.metrics import (  # noqa: E402
+from skmip.audit.attacks import get_attack
+from skmip.audit.game import play_membership_game
+from skmip.audit.metrics import (
     empirical_epsilon,
     membership_advantage,
     mi_roc_auc,
@@ -88,8 +84,8 @@ def section_attacks(quick, seed):
     header = f"{'target':<28}{'K':>4}{'attack':>14}{'AUC':>8}{'TPR@0.1%':>10}{'TPR@1%':>9}{'adv':>7}{'eps_lb':>8}"
     print(header)
     print("-" * len(header))
-    for name, est, (X, y) in _targets(quick):
-        for K in ((16,) if quick else (16, 64)):
+    for name, est, (X, y) in _targets(quick)[:1 if H.smoke() else None]:
+        for K in ((4,) if H.smoke() else (16,) if quick else (16, 64)):
             t0 = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # MLP convergence warnings
@@ -109,9 +105,12 @@ def section_mip(quick, seed):
     from skmip.audit.scoring import MIAttackScorer
 
     X, y = _cancer()
-    K = 16 if quick else 32
-    n_splits = 16 if quick else 64
-    print(f"\n2. MIPNoiseWrapper(LogisticRegression(), train_size=1.0, n_subsets={n_splits}) on "
+    K = 4 if H.smoke() else 16 if quick else 32
+    n_splits = 8 if H.smoke() else 16 if quick else 64
+    etas = (0.3,) if H.smoke() else (0.5, 0.3, 0.2, 0.1, 0.05)
+    # method="moments": the section measures Corollary 10's noise under both radius laws (the
+    # wrapper's default is the coupling calibration since issue 12).
+    print(f"\n2. MIPNoiseWrapper(LogisticRegression(), method='moments', train_size=1.0, n_subsets={n_splits}) on "
           f"breast_cancer, online LiRA, K={K} ({K * len(y)} trials)")
     header = f"{'model':<26}{'AUC':>7}{'TPR@1%':>8}{'adv':>7}{'2 eta':>7}{'margin':>8}{'holds':>7}"
     print(header)
@@ -127,9 +126,9 @@ def section_mip(quick, seed):
     clean = MIAttackScorer(LogisticRegression(), n_models=K, fpr=0.01, random_state=seed, n_jobs=-1).fit(X, y)
     row("un-noised", clean, None)
     for radius in ("gamma", "laplace"):
-        for eta in (0.5, 0.3, 0.2, 0.1, 0.05):
-            wrapper = MIPNoiseWrapper(LogisticRegression(), eta=eta, n_subsets=n_splits, train_size=1.0,
-                                      radius=radius)
+        for eta in etas:
+            wrapper = MIPNoiseWrapper(LogisticRegression(), eta=eta, method="moments", n_subsets=n_splits,
+                                      train_size=1.0, radius=radius)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # the Laplace radius' PrivacyWarning
                 audit = MIAttackScorer(wrapper, n_models=K, fpr=0.01, random_state=seed, n_jobs=-1).fit(X, y)
@@ -139,7 +138,7 @@ def section_mip(quick, seed):
     # null hypothesis holds exactly) and re-attack the same signals.
     from skmip.audit.attacks import lira_scores
 
-    wrapper = MIPNoiseWrapper(LogisticRegression(), eta=0.5, n_subsets=n_splits, train_size=1.0)
+    wrapper = MIPNoiseWrapper(LogisticRegression(), eta=0.5, method="moments", n_subsets=n_splits, train_size=1.0)
     game = play_membership_game(wrapper, X, y, n_models=K, random_state=seed, n_jobs=-1)
     rng = np.random.default_rng(seed)
     null = []
@@ -167,7 +166,7 @@ def section_glir(quick, seed):
     start = LogisticRegression(C=0.01).fit(X[public[:100]], y[public[:100]])
     X, y = X[public[100:]], y[public[100:]]
     grads = logistic_per_sample_gradients(start, X, y)
-    reps = 100 if quick else 400
+    reps = 20 if H.smoke() else 100 if quick else 400
     print(f"\n4. GLiR (Leemann Alg. 1) on one gradient step of logistic regression, breast_cancer, "
           f"d = {d}, {reps} batches per n")
     print(f"{'n':>5}{'AUC':>8}{'TPR@1%':>9}{'AUC from mu_step (K = d)':>26}")
@@ -212,8 +211,8 @@ def _fit_only(est, X, y, members):
 
 
 def section_cost(quick, seed, repeats):
-    X, y = _digits()
-    K = 16
+    X, y = _digits(300 if H.smoke() else None)
+    K = 4 if H.smoke() else 16
     print(f"\n3. Cost of the game on digits ({len(y)} rows, 10 classes), K={K}, median of {repeats} runs")
     models = [("LogisticRegression", LogisticRegression(max_iter=1000))]
     if not quick:
@@ -245,16 +244,13 @@ def section_cost(quick, seed, repeats):
     print(f"  control: 8 pure-Python CPU tasks run {_control_speedup(repeats):.2f}x faster with "
           "n_jobs=2 than with n_jobs=1 right now (ideally 2x on two idle cores)")
 
-    forest = RandomForestClassifier(n_estimators=50, random_state=0)
-    Xc, yc = _digits()
+    forest = RandomForestClassifier(n_estimators=5 if H.smoke() else 50, random_state=0)
+    Xc, yc = X, y
     gc.collect()
-    tracemalloc.start()
-    g = play_membership_game(forest, Xc, yc, n_models=8, random_state=seed, n_jobs=1)
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
+    g, peak = H.peak_memory(lambda: play_membership_game(forest, Xc, yc, n_models=8, random_state=seed, n_jobs=1))
     one = len(pickle.dumps(clone(forest).fit(Xc[g.membership[0]], yc[g.membership[0]])))
     kept = len(pickle.dumps(g))
-    print(f"  memory, RandomForest(50) on digits, K=8: game peak {peak / 2**20:.1f} MiB, result "
+    print(f"  memory, RandomForest({forest.n_estimators}) on digits, K=8: game peak {peak / 2**20:.1f} MiB, result "
           f"{kept / 2**20:.2f} MiB; one fitted forest {one / 2**20:.1f} MiB, so keeping the 8 "
           f"models would need {8 * one / 2**20:.1f} MiB")
 
@@ -282,13 +278,11 @@ def section_rmia(quick, seed, repeats):
               f"{times[False]:>9.3f}s {1e3 * times[False] / K:>8.2f}ms")
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main(argv=None):
+    parser = H.parser(__doc__, quick="fewer models and targets", seed=0, repeats=3)
     parser.add_argument("--section", choices=["attacks", "mip", "cost", "glir", "rmia", "all"], default="all")
-    parser.add_argument("--quick", action="store_true", help="fewer models and targets")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
+    # --smoke: the RMIA timing section, one run; --smoke --section NAME runs NAME small.
+    args = H.parse(parser, argv, blas_threads=1, smoke=dict(section="rmia", repeats=1))
     t0 = time.perf_counter()
     if args.section in ("attacks", "all"):
         section_attacks(args.quick, args.seed)
@@ -300,7 +294,7 @@ def main():
         section_cost(args.quick, args.seed, args.repeats)
     if args.section in ("rmia", "all"):
         section_rmia(args.quick, args.seed, args.repeats)
-    print(f"\ntotal {time.perf_counter() - t0:.0f} s; load average at the end {os.getloadavg()[0]:.1f} "
+    print(f"\ntotal {time.perf_counter() - t0:.0f} s; load average at the end {H.load_average():.1f} "
           f"on {os.cpu_count()} cores (timings compete with other processes)")
 
 

@@ -17,10 +17,10 @@ Results are recorded in docs/coupling.md.
 
 from __future__ import annotations
 
-import argparse
 import time
 import warnings
 
+import _harness as H  # the script's folder is on sys.path
 import numpy as np
 from sklearn.datasets import load_breast_cancer
 from sklearn.linear_model import LogisticRegression
@@ -46,18 +46,16 @@ def _line(label, audit, seconds):
           f"{bound} | {audit.bound_holds_} | {margin} | {seconds:.0f} |", flush=True)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="pool 80, 8 models, 60 rounds, eta 0.3")
+def main(argv=None):
+    parser = H.parser(__doc__, quick="pool 80, 8 models, 60 rounds, eta 0.3")
     parser.add_argument("--pool", type=int, default=150)
     parser.add_argument("--models", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--n-splits", type=int, default=64)
     parser.add_argument("--C", type=float, default=0.1)
     parser.add_argument("--etas", nargs="+", type=float, default=[0.2, 0.3])
-    args = parser.parse_args()
-    if args.quick:
-        args.pool, args.models, args.rounds, args.n_splits, args.etas = 80, 8, 60, 32, [0.3]
+    args = H.parse(parser, argv, quick=dict(pool=80, models=8, rounds=60, n_splits=32, etas=[0.3]),
+                   smoke=dict(pool=40, models=4, rounds=20, n_splits=8))
     warnings.simplefilter("ignore", PrivacyWarning)  # fixed seeds: an audit, not a release
     X, y = _pool(args.pool)
     learner = LogisticRegression(C=args.C, solver="newton-cholesky", tol=1e-10)

@@ -32,7 +32,6 @@ any child processes (sampled every 0.5 s), against the data's own size.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import warnings
@@ -43,21 +42,17 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
-sys.path.insert(0, os.path.dirname(__file__))
-from _harness import loglog_slope, markdown_table, median_time, split_scaled, timed  # noqa: E402
+import _harness as H  # the script's folder is on sys.path
+from _harness import loglog_slope, markdown_table, median_time, split_scaled, timed
 
-from skmip import MIPNoiseWrapper, mip_noise_path  # noqa: E402
-from skmip.exceptions import PrivacyWarning  # noqa: E402
+from skmip import MIPNoiseWrapper, mip_noise_path
+from skmip.exceptions import PrivacyWarning
 
-
-def _load():
-    try:
-        return os.getloadavg()[0]
-    except OSError:
-        return float("nan")
+_load = H.load_average
+SMOKE_ARGV = ["ratio"]  # the subcommand the test suite's smoke run takes
 
 
-def bench_ratio(n_rounds=None, shapes=("auto", "full"), draws=50):
+def bench_ratio(n_rounds=None, shapes=("auto", "full"), draws=50, plain_repeats=20):
     """Wrapper fit against the plain fit, per noise shape, side by side in one run; test
     accuracy over ``draws`` noise draws of one calibration (``mip_noise_path``)."""
     X, y = load_breast_cancer(return_X_y=True)
@@ -65,7 +60,7 @@ def bench_ratio(n_rounds=None, shapes=("auto", "full"), draws=50):
     kw = {} if n_rounds is None else {"n_rounds": n_rounds}
     rows = []
     for shape in shapes:
-        plain = median_time(lambda: LogisticRegression(C=0.1).fit(X_tr, y_tr))
+        plain = median_time(lambda: LogisticRegression(C=0.1).fit(X_tr, y_tr), plain_repeats)
         w, t = timed(MIPNoiseWrapper(LogisticRegression(C=0.1), eta=0.1, random_state=0, noise_shape=shape,
                                      **kw).fit, X_tr, y_tr)
         path = mip_noise_path(LogisticRegression(C=0.1), X_tr, y_tr, etas=[0.1] * draws, random_state=0,
@@ -74,14 +69,15 @@ def bench_ratio(n_rounds=None, shapes=("auto", "full"), draws=50):
         rows.append([shape, f"{plain * 1e3:.2f} ms", f"{t:.2f} s", f"{t / plain:.0f}x", f"{w.noise_scale_:.2f}",
                      f"{w.noise_scale_point_:.2f}", f"{w.coupling_eta_upper_:.4f}",
                      f"{acc.mean():.3f} +- {acc.std(ddof=1) / np.sqrt(draws):.3f}", f"{_load():.1f}"])
-    print(markdown_table(["noise_shape", "plain fit (median of 20)", "wrapper fit", "ratio", "noise scale s",
+    print(markdown_table(["noise_shape", f"plain fit (median of {plain_repeats})", "wrapper fit", "ratio", "noise scale s",
                           "point-estimate s", "eta upper", f"test acc ({draws} noise draws)", "load"], rows))
 
 
 def bench_bounds(ms=(200, 300, 400, 600, 1000)):
     """Noise scale at eta = 0.1 from the same rounds cut to m: betting against Maurer-Pontil."""
     from skmip.bounds import coupling_noise_scale
-    from skmip.calibration.swap import estimate_noise_factor, estimate_swap_deltas
+    from skmip.calibration.spread.noise_factor import estimate_noise_factor
+    from skmip.calibration.swap import estimate_swap_deltas
 
     X, y = load_breast_cancer(return_X_y=True)
     X_tr, _, y_tr, _ = train_test_split(StandardScaler().fit_transform(X), y, random_state=0)
@@ -99,13 +95,14 @@ def bench_bounds(ms=(200, 300, 400, 600, 1000)):
     print(markdown_table(["rounds m", "betting", "Maurer & Pontil", "point estimate"], rows))
 
 
-def bench_adult(n_jobs, point=False):
-    X_tr, X_te, y_tr, y_te = split_scaled("adult")
+def bench_adult(n_jobs, point=False, n_samples=None, n_rounds=None, draws=None):
+    X_tr, X_te, y_tr, y_te = split_scaled("adult", n_samples=n_samples)
     base, t0 = timed(LogisticRegression(C=0.1).fit, X_tr, y_tr)
-    draws = 20 if point else 5
+    draws = draws or (20 if point else 5)
     etas = [0.1] * draws + [0.05] * draws
+    kw = {} if n_rounds is None else {"n_rounds": n_rounds}
     path, t = timed(mip_noise_path, LogisticRegression(C=0.1), X_tr, y_tr, etas=etas, n_jobs=n_jobs,
-                    verbose=1, random_state=0, confidence=None if point else 0.95)
+                    verbose=1, random_state=0, confidence=None if point else 0.95, **kw)
     rows = []
     for eta in (0.1, 0.05):
         ws = [w for w in path if w.mip_bound_ == eta]
@@ -119,18 +116,20 @@ def bench_adult(n_jobs, point=False):
                           f"private acc (mean of {draws} draws)", "noise scale s", "eta upper"], rows))
 
 
-def bench_engine(shapes=("design", "full"), bc_rounds=12, adult_rows=1500, adult_rounds=4):
+def bench_engine(shapes=("design", "full"), bc_rounds=12, adult_rows=1500, adult_rounds=4, pairs=(8, 4)):
     """The ``"newton"`` engine against exact refits on the same (x*, e) pairs, per noise shape:
     per-pair and per-target ratios, and the point-estimate scale at eta = 0.1 of each."""
     from skmip.bounds import coupling_noise_scale
-    from skmip.calibration.swap import design_noise_factor, estimate_noise_factor, estimate_swap_deltas
+    from skmip.calibration.noise_shape import design_noise_factor
+    from skmip.calibration.spread.noise_factor import estimate_noise_factor
+    from skmip.calibration.swap import estimate_swap_deltas
 
     X, y = load_breast_cancer(return_X_y=True)
     X_bc, _, y_bc, _ = train_test_split(StandardScaler().fit_transform(X), y, random_state=0)
     X_ad, _, y_ad, _ = split_scaled("adult")
     rows_ad = np.random.default_rng(adult_rows).permutation(len(X_ad))[:adult_rows]
-    cases = [("breast cancer", X_bc, y_bc, bc_rounds, 8, shapes),
-             (f"adult ({adult_rows:,} rows)", X_ad[rows_ad], y_ad[rows_ad], adult_rounds, 4, shapes[:1])]
+    cases = [("breast cancer", X_bc, y_bc, bc_rounds, pairs[0], shapes),
+             (f"adult ({adult_rows:,} rows)", X_ad[rows_ad], y_ad[rows_ad], adult_rounds, pairs[1], shapes[:1])]
     rows = []
     for name, X, y, rounds, pairs, case_shapes in cases:
         est, k = LogisticRegression(C=0.1, solver="newton-cholesky", tol=1e-12), len(X) // 2
@@ -161,10 +160,13 @@ def _synthetic(n, d=50, seed=0):
     return X, y
 
 
-def bench_scaling(n_jobs, sizes, adult_sizes, plot=None):
+def bench_scaling(n_jobs, sizes, adult_sizes, plot=None, n_rounds=None):
     rows, curves = [], {}
+    kw = {} if n_rounds is None else {"n_rounds": n_rounds}
     X_ad, _, y_ad, _ = split_scaled("adult")
     for data, ns in (("synthetic d=50", sizes), ("adult", adult_sizes)):
+        if not ns:
+            continue
         times, scales = [], []
         for n in ns:
             if data == "adult":
@@ -172,7 +174,8 @@ def bench_scaling(n_jobs, sizes, adult_sizes, plot=None):
                 X, y = X_ad[idx], y_ad[idx]
             else:
                 X, y = _synthetic(n)
-            w, t = timed(MIPNoiseWrapper(LogisticRegression(C=0.1), eta=0.1, n_jobs=n_jobs, random_state=0).fit, X, y)
+            w, t = timed(MIPNoiseWrapper(LogisticRegression(C=0.1), eta=0.1, n_jobs=n_jobs, random_state=0, **kw).fit,
+                         X, y)
             times.append(t)
             scales.append(w.noise_scale_)
             rows.append([data, f"{n:,}", f"{t:.1f} s", f"{w.noise_scale_:.2f}", f"{w.noise_scale_point_:.2f}",
@@ -256,7 +259,7 @@ def _one_million_run(n, n_jobs):
     watcher.join()
     print(json.dumps({"n": n, "wall": wall, "cpu": cpu, "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                       "pss_mb": peak[0], "data_mb": X.nbytes / 2**20, "noise_scale": w.noise_scale_,
-                      "eta_upper": w.coupling_eta_upper_, "load": os.getloadavg()[0]}), flush=True)
+                      "eta_upper": w.coupling_eta_upper_, "load": H.load_average()}), flush=True)
 
 
 def bench_million(n_jobs, sizes):
@@ -277,31 +280,35 @@ def bench_million(n_jobs, sizes):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = H.parser(__doc__, n_jobs=1)
     p.add_argument("what", choices=("ratio", "bounds", "adult", "scaling", "engine", "million", "_one"))
-    p.add_argument("--n-jobs", type=int, default=1)
     p.add_argument("--n-rounds", type=int, default=None, help="ratio: override the wrapper's n_rounds")
     p.add_argument("--sizes", type=int, nargs="+", default=[1000, 3000, 10000, 30000, 100000, 200000])
     p.add_argument("--adult-sizes", type=int, nargs="+", default=[1000, 3000, 10000, 22792])
     p.add_argument("--plot", help="scaling: write the figure here")
     p.add_argument("--point", action="store_true", help="adult: calibrate to the point estimate")
-    args = p.parse_args(argv)
+    # --smoke: every subcommand small (ratio: 80 rounds, the default shape, 3 noise draws;
+    # adult: 1,000 rows, 200 rounds, 2 draws; engine: 2 rounds of 1 pair; scaling: 80 rounds, 500
+    # and 1,000 synthetic rows, no adult (small subsamples need the full rounds); million: 500 and
+    # 1,000 rows).
+    args = H.parse(p, argv, smoke=dict(n_rounds=80, sizes=[500, 1000], adult_sizes=[]))
+    small = args.smoke
     warnings.simplefilter("ignore", PrivacyWarning)  # the benchmarks fix random_state on purpose
     if args.what == "ratio":
-        bench_ratio(args.n_rounds)
+        bench_ratio(args.n_rounds, **(dict(shapes=("auto",), draws=3, plain_repeats=3) if small else {}))
     elif args.what == "bounds":
-        bench_bounds()
+        bench_bounds(**(dict(ms=(120, 150)) if small else {}))
     elif args.what == "adult":
-        bench_adult(args.n_jobs, args.point)
+        bench_adult(args.n_jobs, args.point, **(dict(n_samples=1000, n_rounds=200, draws=2) if small else {}))
     elif args.what == "engine":
-        bench_engine()
+        bench_engine(**(dict(bc_rounds=2, adult_rows=300, adult_rounds=2, pairs=(1, 1)) if small else {}))
     elif args.what == "million":
         bench_million(args.n_jobs, args.sizes if args.sizes != p.get_default("sizes")
                       else [10000, 30000, 100000, 300000, 1000000])
     elif args.what == "_one":
         _one_million_run(args.sizes[0], args.n_jobs)
     else:
-        bench_scaling(args.n_jobs, args.sizes, args.adult_sizes, args.plot)
+        bench_scaling(args.n_jobs, args.sizes, args.adult_sizes, args.plot, n_rounds=args.n_rounds if small else None)
 
 
 if __name__ == "__main__":

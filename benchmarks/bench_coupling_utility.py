@@ -26,20 +26,17 @@ Corollary 10's constant c = (6.16 / eta)^2 at M = 2. Results are recorded in doc
 
 from __future__ import annotations
 
-import argparse
 import time
 import warnings
 from pathlib import Path
 
+import _harness as H  # the script's folder is on sys.path
 import numpy as np
 from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import train_test_split
-from sklearn.preprocessing import MinMaxScaler, StandardScaler
 
 from skmip import mip_noise_path
 from skmip.bounds import mip_noise_constant, mip_to_dp_epsilon
-from skmip.datasets import load_dataset
 from skmip.defend.dp_logistic import DPLogisticRegression
 from skmip.exceptions import PrivacyWarning
 
@@ -66,18 +63,12 @@ CONFIG = {
     # adult a few records of rare categories set the covariance shape's noise.
     "adult": dict(n_samples=None, solver="newton-cholesky", tol=1e-10, shape="auto", scaler="standard"),
 }
-SCALERS = {"standard": StandardScaler, "minmax": MinMaxScaler}
 # Adult: all 22,792 training rows since issue 12, at the wrapper's default 400 rounds (betting bound).
 ROUNDS = {"breast_cancer": 1000, "digits": 1000, "adult": 400}
 
 
 def _data(name, n_samples):
-    d = load_dataset(name, n_samples=n_samples)
-    X_tr, X_te, y_tr, y_te = train_test_split(
-        d.data, d.target, test_size=0.3, random_state=0, stratify=d.target
-    )
-    scaler = SCALERS[CONFIG[name]["scaler"]]().fit(X_tr)  # training split only
-    return scaler.transform(X_tr), scaler.transform(X_te), y_tr, y_te
+    return H.split_scaled(name, scaler=CONFIG[name]["scaler"], n_samples=n_samples)  # training split only
 
 
 def _range_term(n_targets, rounds, train_fraction=0.5):
@@ -232,24 +223,22 @@ def plot(rows, path):
     print(f"plot: {path}")
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="breast_cancer and adult (1,000 rows), C = 0.1, 100 rounds, eta 0.2/0.3, "
-                             "32 subsets, 2 draws: a smoke run of a few minutes")
+def main(argv=None):
+    parser = H.parser(__doc__, quick="breast_cancer and adult (1,000 rows), C = 0.1, 100 rounds, eta 0.2/0.3, "
+                                     "32 subsets, 2 draws: a run of a few minutes", repeats=5)
     parser.add_argument("--datasets", nargs="+", default=list(CONFIG), choices=list(CONFIG))
     parser.add_argument("--Cs", nargs="+", type=float, default=[0.1, 1.0])
     parser.add_argument("--etas", nargs="+", type=float, default=ETAS)
     parser.add_argument("--rounds", nargs="+", default=[], metavar="NAME=M",
                         help="coupling rounds per dataset (default: " +
                              " ".join(f"{k}={v}" for k, v in ROUNDS.items()) + ")")
-    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--n-splits", type=int, default=128)
     parser.add_argument("--plot", default=None, metavar="PNG", help="draw accuracy vs eta to this file")
     parser.add_argument("--plot-from", nargs="+", default=None, metavar="FILE",
                         help="only draw --plot from the tables in saved outputs of this script "
                              "(or a docs page quoting them); runs nothing")
-    args = parser.parse_args()
+    # --smoke: breast cancer only, 100 rounds (fewer certify nothing at eta 0.3), 8 subsets, 2 draws.
+    args = H.parse(parser, argv, smoke=dict(datasets=["breast_cancer"], etas=[0.3], rounds=[]))
     if args.plot_from:
         rows = [r for f in args.plot_from for r in parse_report(Path(f).read_text())]
         plot(rows, args.plot or "coupling_utility.png")
@@ -263,6 +252,8 @@ def main():
         datasets = [d for d in datasets if d != "digits"]
         Cs, etas, repeats, n_splits, n_samples = [0.1], [0.2, 0.3], 2, 32, 1000
         rounds = {k: 100 for k in rounds}
+    if args.smoke:
+        etas, n_splits = args.etas, 8
     rows = []
     t0 = time.perf_counter()
     for name in datasets:

@@ -18,6 +18,7 @@ Run: ``python benchmarks/bench_dpsgd_accounting.py`` (about a minute on one core
 
 from __future__ import annotations
 
+import _harness as H  # the script's folder is on sys.path
 import dp_accounting as dpa
 from dp_accounting.pld.pld_privacy_accountant import PLDAccountant
 from dp_accounting.rdp.rdp_privacy_accountant import RdpAccountant
@@ -27,6 +28,7 @@ from skmip.bounds import dp_to_mip, dpsgd_epsilon, dpsgd_eta, gdp_mu, gdp_to_dp
 
 DELTA = 1e-5
 NR = dpa.NeighboringRelation
+GRID = dict(sigmas=(0.8, 1.0, 2.0), rates=(0.01, 0.1), steps=(100, 1000))
 
 
 def direct(sigma, q, steps, relation):
@@ -35,13 +37,13 @@ def direct(sigma, q, steps, relation):
     return acc.get_epsilon(DELTA)
 
 
-def grid():
+def grid(sigmas=GRID["sigmas"], rates=GRID["rates"], steps_=GRID["steps"]):
     print("| sigma | q | steps | eps add/remove | eps replace-one | old mip_bound_ (RDP, add/remove, Thm 4) "
           "| Thm 4 on replace-one eps | new mip_bound_ = TV/2 |")
     print("|---|---|---|---|---|---|---|---|")
-    for sigma in (0.8, 1.0, 2.0):
-        for q in (0.01, 0.1):
-            for steps in (100, 1000):
+    for sigma in sigmas:
+        for q in rates:
+            for steps in steps_:
                 ea = dpsgd_epsilon(sigma, q, steps, DELTA, adjacency="add_remove")
                 er = dpsgd_epsilon(sigma, q, steps, DELTA, adjacency="replace_one")
                 # Same construction as dp_accounting's accountant; only round-off may differ.
@@ -57,12 +59,12 @@ def grid():
                       f"| {float(dp_to_mip(er, DELTA)):.3f} | {eta:.3f} |")
 
 
-def clt_case():
+def clt_case(sigmas=(1.0, 2.0)):
     print("\n| sigma | CLT epsilon (printed before) | add/remove pair (lower bound) | rigorous PLD (printed now) "
           "| RDP (Wang et al.) | eta CLT | eta rigorous |")
     print("|---|---|---|---|---|---|---|")
     n, B, steps = 1000, 10, 100
-    for sigma in (1.0, 2.0):
+    for sigma in sigmas:
         mu = float(gdp_mu(sigma, B, n, steps))
         lower = PLDAccountant(NR.ADD_OR_REMOVE_ONE)
         lower.compose(dpa.PoissonSampledDpEvent(B / n, dpa.GaussianDpEvent(sigma / 2)), steps)
@@ -76,10 +78,17 @@ def clt_case():
               f"| {dpsgd_eta(sigma, B / n, steps, sampling='fixed'):.3f} |")
 
 
-if __name__ == "__main__":
-    import dp_accounting
+def main(argv=None):
+    # --smoke: one cell of the grid and one CLT case.
+    args = H.parse(H.parser(__doc__), argv)
+    print(f"dp_accounting {getattr(dpa, '__version__', '0.6.0')}, delta = {DELTA}\n")
+    if args.smoke:
+        grid(sigmas=(1.0,), rates=(0.1,), steps_=(100,))
+        clt_case(sigmas=(1.0,))
+    else:
+        grid()
+        clt_case()
 
-    print(f"dp_accounting {dp_accounting.__version__ if hasattr(dp_accounting, '__version__') else '0.6.0'}, "
-          f"delta = {DELTA}\n")
-    grid()
-    clt_case()
+
+if __name__ == "__main__":
+    main()

@@ -21,23 +21,16 @@ are in ``bench_exact_audit_radius.py``.
 
 from __future__ import annotations
 
-import os
+import json
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
 
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+import _harness as H  # the script's folder is on sys.path
+from joblib import Parallel, delayed
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import platform  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from collections import defaultdict  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import numpy as np  # noqa: E402
-from joblib import Parallel, delayed  # noqa: E402
-
-from skmip.audit.attacks.exact_audit_suite import LEARNERS, make_cases, run_case  # noqa: E402
+from skmip.audit.attacks.exact_audit_suite import LEARNERS, make_cases, run_case
 
 
 def _run(case, n_mc, z):
@@ -86,16 +79,15 @@ def summarise(rows):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = H.parser(__doc__, seed=0, n_jobs=2, out=str(H.RESULTS / "exact_audit_suite"))
     p.add_argument("--n-datasets", type=int, default=1000, help="cases to audit (default 1000)")
     p.add_argument("--n-mc", type=int, default=10_000, help="releases drawn per audit (default 10,000)")
     p.add_argument("--z", type=float, default=3.0, help="violation threshold in standard errors")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--n-jobs", type=int, default=2)
     p.add_argument("--learners", nargs="*", default=None, help=f"restrict to these of: {', '.join(LEARNERS)}")
-    p.add_argument("--out", default=str(Path(__file__).parent / "results" / "exact_audit_suite"))
     p.add_argument("--summarise", metavar="JSONL", help="only print the table of an earlier run's JSON lines")
-    args = p.parse_args(argv)
+    # --smoke: two cases, 200 releases each, one process, written under results/smoke/.
+    args = H.parse(p, argv, blas_threads=1, smoke=dict(n_datasets=2, n_mc=200, n_jobs=1,
+                                                       out=str(H.SMOKE_RESULTS / "exact_audit_suite")))
     if args.summarise:
         print("\n".join(summarise([json.loads(line) for line in open(args.summarise)])))
         return 0
@@ -122,8 +114,7 @@ def main(argv=None):
                 print(f"[{i + 1}/{len(cases)}] {time.perf_counter() - t0:.0f} s", flush=True)
     seconds = time.perf_counter() - t0
     header = [
-        f"command: `{' '.join(['python', *sys.argv])}`  ",
-        f"python {platform.python_version()}, numpy {np.__version__}, {os.cpu_count()} cpu(s), "
+        H.header(argv) + "  ",
         f"n_jobs={args.n_jobs}; {len(cases)} datasets, n_mc={args.n_mc}, seed={args.seed}, "
         f"violation: advantage > printed + {args.z:g} se; {seconds:.0f} s",
         "",

@@ -17,13 +17,10 @@ It prints Markdown tables and writes them to ``benchmarks/results/exact_audit_ra
 
 from __future__ import annotations
 
-import argparse
-import os
-import platform
-import sys
 import time
 from pathlib import Path
 
+import _harness as H  # the script's folder is on sys.path
 import numpy as np
 from scipy import stats
 
@@ -102,27 +99,26 @@ def random_table(ds, moments, eta, n, n_mc, n_jobs, seed):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true", help="d <= 1,000 and 2,000 draws")
+    p = H.parser(__doc__, quick="d <= 1,000 and 2,000 draws", n_jobs=None, seed=0,
+                 out=str(H.RESULTS / "exact_audit_radius.md"))
     p.add_argument("--n-mc", type=int, default=None, help="noise draws per audit")
-    p.add_argument("--n-jobs", type=int, default=None)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=str(Path(__file__).parent / "results" / "exact_audit_radius.md"))
-    args = p.parse_args(argv)
+    # --smoke: d = 1 and 2, M = 2, eta = 0.1, 500 draws, written under results/smoke/.
+    args = H.parse(p, argv, smoke=dict(n_mc=500, out=str(H.SMOKE_RESULTS / "exact_audit_radius.md")))
 
     n_mc = args.n_mc or (2000 if args.quick else 10000)
     ds = [1, 2, 5, 100, 1000] + ([] if args.quick else [10000])
     etas = [0.05, 0.1, 0.2, 0.3]
     moments = [2, 4, 6]
+    if args.smoke:
+        ds, etas, moments = [1, 2], [0.1], [2]
     n = 8
 
     t0 = time.perf_counter()
     header = [
         "# Exact audits of the MIP noise",
         "",
-        f"command: `{' '.join([Path(sys.executable).name, *sys.argv])}`  ",
-        f"python {platform.python_version()}, numpy {np.__version__}, "
-        f"{platform.machine()}, {os.cpu_count()} cpu(s); n_mc={n_mc}, seed={args.seed}",
+        H.header(argv) + "  ",
+        f"n_mc={n_mc}, seed={args.seed}",
         "",
         f"## Mean estimation, one outlier among n={n} records (target: the outlier)",
         "",
@@ -130,7 +126,7 @@ def main(argv=None):
         "one-sided 99.9% lower confidence bound exceeds eta.",
         "",
     ]
-    print("\n".join(header), flush=True)
+    print("\n".join(header[:2] + header[3:]), flush=True)  # parse() printed the header line
     table, broken = worst_case_table(ds, moments, etas, n, n_mc, args.n_jobs, args.seed)
 
     sub = [
@@ -139,7 +135,8 @@ def main(argv=None):
         "",
     ]
     print("\n".join(sub), flush=True)
-    rand = random_table([2, 5, 100], [2, 4], 0.1, 10, max(500, n_mc // 10), args.n_jobs, args.seed)
+    rand = random_table([2] if args.smoke else [2, 5, 100], moments[:2], 0.1, 10,
+                        max(500, n_mc // 10), args.n_jobs, args.seed)
 
     summary = ["", "## Broken promises (lower 99.9% bound > eta)", ""]
     for radius, d, m, eta, a in broken:

@@ -31,28 +31,22 @@ Results are recorded in docs/coupling.md.
 
 from __future__ import annotations
 
-import argparse
 import time
 
+import _harness as H  # the script's folder is on sys.path
 import numpy as np
-from sklearn.datasets import load_breast_cancer, load_digits
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import train_test_split
-from sklearn.preprocessing import MinMaxScaler, StandardScaler
 
 from skmip.bounds import coupling_noise_scale, mip_noise_constant
-from skmip.calibration.swap import estimate_noise_factor, estimate_swap_deltas
+from skmip.calibration.spread.noise_factor import estimate_noise_factor
+from skmip.calibration.swap import estimate_swap_deltas
 
 ETAS = [0.05, 0.1, 0.2, 0.3]
 
 
 def _data(dataset="breast_cancer"):
     """70/30 split; breast cancer standardized, digits scaled to [0, 1] (as bench_coupling_utility)."""
-    load, Scaler = {"breast_cancer": (load_breast_cancer, StandardScaler), "digits": (load_digits, MinMaxScaler)}[dataset]
-    X, y = load(return_X_y=True)
-    X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
-    scaler = Scaler().fit(X_tr)
-    return scaler.transform(X_tr), scaler.transform(X_te), y_tr, y_te
+    return H.split_scaled(dataset, scaler={"breast_cancer": "standard", "digits": "minmax"}[dataset])
 
 
 def _model(C, dataset="breast_cancer"):
@@ -109,29 +103,32 @@ def bench_approximation(check_rounds, dataset="breast_cancer", Cs=(0.1, 1.0)):
 def _monotone_only(D, eta, G=128):
     """The grid point where the monotone relaxation alone (second moment for the sample
     variance) meets eta: what the calibration would give without the walk down the grid."""
-    from skmip.bounds.bernstein import _ucb_per_target
+    from skmip.bounds.bernstein import _ucb_per_target  # no public route (see the issue 23 report)
 
     j = int(np.floor(G * np.log2(coupling_noise_scale(D, eta).noise_scale)))
-    while _ucb_per_target(D, 2 ** (j / G), 0.5, 0.05, monotone=True)[0].max() > eta:
+    shares = np.full(len(D), 1.0 / len(D))  # the uniform union bound over the targets
+    while _ucb_per_target(D, 2 ** (j / G), 0.5, 0.05, shares, monotone=True)[0].max() > eta:
         j += 1
     return 2 ** (j / G)
 
 
-def bench_confidence(rounds):
+def bench_confidence(rounds, Cs=(0.1, 1.0), etas=ETAS):
     X, _, y, _ = _data()
     print("\n## 2. Price of the 95% confidence statement (newton engine, all pairs)\n")
     print("| C | eta | s_point | s (m=250) | s (m=500) | s (m=1000) | s / s_point at m=1000 | monotone bound only | s, summary 1 / 4 / 16 |")
     print("|---|---|---|---|---|---|---|---|---|")
     out, notes = {}, []
-    for C in [0.1, 1.0]:
+    for C in Cs:
         w, _ = _shapes(C, X, y)
         t0 = time.perf_counter()
-        res = estimate_swap_deltas(_model(C), X, y, scale=w, n_rounds=rounds, summary_size=16, random_state=2)
+        # 16 pairs a target and round, so that the 16-value summary is kept (it is capped at the pairs).
+        res = estimate_swap_deltas(_model(C), X, y, scale=w, n_rounds=rounds, pairs_per_target=16, summary_size=16,
+                                   random_state=2)
         elapsed = time.perf_counter() - t0
         D16 = res.distances
         D4 = D16.reshape(*D16.shape[:2], 4, 4).mean(-1)  # coarser Jensen summaries
         D1 = D16.mean(-1, keepdims=True)
-        for eta in ETAS:
+        for eta in etas:
             cells = []
             for m in (250, 500, 1000):
                 if m > rounds:
@@ -155,7 +152,7 @@ def bench_confidence(rounds):
     return out
 
 
-def bench_shape(rounds, repeats):
+def bench_shape(rounds, repeats, Cs=(0.1, 1.0), etas=ETAS):
     X, X_te, y, y_te = _data()
     n, k = len(X), len(X) // 2
     print("\n## 3. Noise shape: diagonal sigma vs full factor L (95% confidence)\n")
@@ -164,14 +161,14 @@ def bench_shape(rounds, repeats):
     print("| C | eta | shape | s | test accuracy (mean +- se) |")
     print("|---|---|---|---|---|")
     rng = np.random.default_rng(3)
-    for C in [0.1, 1.0]:
+    for C in Cs:
         w, L = _shapes(C, X, y)
         base = _model(C).fit(X, y).score(X_te, y_te)
         deltas = {
             shape: estimate_swap_deltas(_model(C), X, y, scale=scale, n_rounds=rounds, random_state=4).distances
             for shape, scale in (("diagonal", w), ("full", L))
         }
-        for eta in ETAS:
+        for eta in etas:
             for shape, noise in (("diagonal", lambda z: w * z), ("full", lambda z: L @ z)):
                 s = coupling_noise_scale(deltas[shape], eta).noise_scale
                 acc = []
@@ -186,7 +183,7 @@ def bench_shape(rounds, repeats):
         print(f"| {C} | - | non-private, all {n} rows | - | {base:.3f} |")
 
 
-def bench_audit():
+def bench_audit(etas=ETAS, n_problems=None):
     import itertools
 
     from sklearn.base import BaseEstimator
@@ -230,7 +227,7 @@ def bench_audit():
     print("\n## 4. Exact audits of the coupling calibration\n")
     print("| problem | eta | s | max coupling bound | max exact advantage (+- se) | advantage / bound at the argmax |")
     print("|---|---|---|---|---|---|")
-    for name, est, data, kw in problems:
+    for name, est, data, kw in problems[:n_problems]:
         n = len(data[0])
 
         def algorithm(*parts, est=est):
@@ -240,7 +237,7 @@ def bench_audit():
         outs = np.array([algorithm(*[p[list(h)] for p in data]) for h in itertools.combinations(range(n), n // 2)])
         sd = outs.std(axis=0)
         res = estimate_swap_deltas(est, *data, scale=sd, engine="exact", **kw)
-        for eta in ETAS:
+        for eta in etas:
             s = coupling_noise_scale(res.distances, eta, confidence=None).noise_scale
             noise_sd = s * sd
             audit = exact_mip_advantage(
@@ -258,24 +255,26 @@ def bench_audit():
             )
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None):
+    parser = H.parser(__doc__, repeats=200)
     parser.add_argument("--rounds", type=int, default=1000)
     parser.add_argument("--check-rounds", type=int, default=20)
-    parser.add_argument("--repeats", type=int, default=200)
     parser.add_argument("--only", choices=["approx", "confidence", "shape", "audit"], default=None)
     parser.add_argument("--dataset", choices=["breast_cancer", "digits"], default="breast_cancer",
                         help="data of section 1 (digits: multinomial, 10 classes)")
     parser.add_argument("--Cs", nargs="+", type=float, default=[0.1, 1.0], help="C values of section 1")
-    args = parser.parse_args()
+    # --smoke: every section at C = 0.1 and eta = 0.3: one round of exact refits, 100 rounds,
+    # 2 noise draws, the first exact audit.
+    args = H.parse(parser, argv, smoke=dict(check_rounds=1, Cs=[0.1], rounds=100, repeats=2))
+    small = dict(Cs=args.Cs, etas=[0.3]) if args.smoke else {}
     if args.only in (None, "approx"):
         bench_approximation(args.check_rounds, args.dataset, args.Cs)
     if args.only in (None, "confidence"):
-        bench_confidence(args.rounds)
+        bench_confidence(args.rounds, **small)
     if args.only in (None, "shape"):
-        bench_shape(args.rounds, args.repeats)
+        bench_shape(args.rounds, args.repeats, **small)
     if args.only in (None, "audit"):
-        bench_audit()
+        bench_audit(**(dict(etas=[0.3], n_problems=1) if args.smoke else {}))
 
 
 if __name__ == "__main__":

@@ -33,11 +33,11 @@ Results are recorded in docs/coupling.md ("Learners calibrated by coupling").
 
 from __future__ import annotations
 
-import argparse
 import time
 import warnings
 
 import numpy as np
+import _harness as H  # the script's folder is on sys.path
 from bench_influence import _data, _model, _quantiles
 from sklearn.datasets import load_diabetes, load_iris
 from sklearn.linear_model import GammaRegressor, LogisticRegression, PoissonRegressor, TweedieRegressor
@@ -46,7 +46,8 @@ from sklearn.svm import LinearSVC
 
 from skmip import mip_noise_path
 from skmip.bounds import coupling_noise_scale
-from skmip.calibration.swap import estimate_noise_factor, estimate_swap_deltas
+from skmip.calibration.spread.noise_factor import estimate_noise_factor
+from skmip.calibration.swap import estimate_swap_deltas
 
 
 def _against_refits(label, make, X, y, check_rounds, engines=("refit", "newton", "influence")):
@@ -168,13 +169,13 @@ def bench_digits_target(rounds, repeats):
               f"{m.coupling_eta_upper_:.4f} | {acc.mean():.3f} +- {acc.std(ddof=1) / np.sqrt(acc.size):.3f} |")
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None):
+    parser = H.parser(__doc__, repeats=5)
     parser.add_argument("--only", choices=["glm", "svm", "multinomial", "digits-engines", "digits-target"], default=None)
     parser.add_argument("--check-rounds", type=int, default=None, help="refit rounds (glm: 5, multinomial: 2)")
     parser.add_argument("--rounds", type=int, default=1000)
-    parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args()
+    # --smoke: the LinearSVC engines against one round of exact refits.
+    args = H.parse(parser, argv, smoke=dict(only="svm", check_rounds=1))
     if args.only in (None, "glm"):
         bench_glm(args.check_rounds or 5)
     if args.only in (None, "svm"):

@@ -31,12 +31,11 @@ with ``--quick``; the directory is ignored by git); docs/nn.md quotes the full r
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
 import warnings
-from pathlib import Path
 
+import _harness as H  # the script's folder is on sys.path
 import numpy as np
 from scipy import stats
 
@@ -252,13 +251,11 @@ def plot_fig2(plots, sim, real, quick):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smaller grids and fewer trials (well under a minute)")
-    parser.add_argument("--plots", default=None, help="directory for PNG figures (needs matplotlib)")
+    parser = H.parser(__doc__, quick="smaller grids and fewer trials (well under a minute)", plots=None, threads=1)
     parser.add_argument("--only", choices=("fig1", "fig2a", "fig2bc"), action="append",
                         help="run only this part (repeatable)")
-    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
-    args = parser.parse_args(argv)
+    # --smoke: Figure 1's quick grid only, no plots (the GLiR audits train nets).
+    args = H.parse(parser, argv, smoke=dict(only=["fig1"], plots=None))
     parts = args.only or ["fig1", "fig2a", "fig2bc"]
     if args.plots:
         os.makedirs(args.plots, exist_ok=True)
@@ -284,9 +281,7 @@ def main(argv=None):
         out += rows
     if args.plots and sim is not None and real is not None:
         plot_fig2(args.plots, sim, real, args.quick)
-    results = Path(__file__).parent / "results"
-    results.mkdir(exist_ok=True)
-    (results / ("leemann_quick.md" if args.quick else "leemann.md")).write_text("\n".join(out))
+    H.write_results("leemann_quick.md" if args.quick else "leemann.md", "\n".join(out))
 
 
 if __name__ == "__main__":

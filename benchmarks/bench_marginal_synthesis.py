@@ -27,11 +27,11 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
 import warnings
 
+import _harness as H  # the script's folder is on sys.path
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
@@ -99,8 +99,8 @@ def _gauss_decode(samples, encoder):
     return np.stack(out, axis=1)
 
 
-def run(quick, eta):
-    data = adult_categorical(5000 if quick else None)
+def run(quick, eta, rows=None):
+    data = adult_categorical(rows or (5000 if quick else None))
     reps = 1 if quick else 5
     eps_pure = mip_to_dp_epsilon(eta)
     eps_gauss = mip_to_dp_epsilon(eta, DELTA)
@@ -164,12 +164,12 @@ def run(quick, eta):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true")
+    parser = H.parser(__doc__, quick="1 repetition on 5,000 rows")
     parser.add_argument("--eta", type=float, default=0.1)
-    args = parser.parse_args(argv)
+    parser.add_argument("--rows", type=int, default=None, help="adult subsample (default: all; 5,000 with --quick)")
+    args = H.parse(parser, argv, smoke=dict(rows=1000))
     t0 = time.perf_counter()
-    lines = run(args.quick, args.eta)
+    lines = run(args.quick, args.eta, args.rows)
     lines.append(f"Total time: {time.perf_counter() - t0:.0f} s on {os.cpu_count()} CPU(s).")
     print("\n".join(lines))
 

@@ -16,27 +16,17 @@ Both results print as Markdown tables, with the command and machine, ready for t
 
 from __future__ import annotations
 
-import os
+import time
 
-# Before numpy is imported: one BLAS thread here and in joblib's worker processes.
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = "1"
+import _harness as H  # the script's folder is on sys.path
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.datasets import make_classification
+from sklearn.linear_model import LogisticRegression
+from sklearn.utils.parallel import Parallel, delayed
 
-import argparse  # noqa: E402
-import platform  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-import tracemalloc  # noqa: E402
-
-import numpy as np  # noqa: E402
-from sklearn.base import BaseEstimator  # noqa: E402
-from sklearn.datasets import make_classification  # noqa: E402
-from sklearn.linear_model import LogisticRegression  # noqa: E402
-from sklearn.utils.parallel import Parallel, delayed  # noqa: E402
-from threadpoolctl import threadpool_limits  # noqa: E402
-
-from skmip.calibration.spread.moments import estimate_sigma  # noqa: E402
-from skmip.calibration.spread.subsets import draw_split_seeds, rows_by_choice  # noqa: E402
+from skmip.calibration.spread.moments import estimate_sigma
+from skmip.calibration.spread.subsets import draw_split_seeds, rows_by_choice
 
 
 class SecondMomentMatrix(BaseEstimator):
@@ -82,7 +72,7 @@ def bench_speedup(n_samples, n_features, n_splits, repeats):
     est = LogisticRegression(max_iter=1000, tol=1e-6)
     _, one_fit, _ = _timed(lambda: est.fit(X[: n_samples // 2], y[: n_samples // 2]))
     # Start the loky workers once so that the timing is of the fits, not of process start-up.
-    estimate_sigma(est, X[:200], y[:200], n_splits=2, n_jobs=2, random_state=0)
+    estimate_sigma(est, X[:200], y[:200], n_subsets=2, n_jobs=2, random_state=0)
     seeds = draw_split_seeds(0, n_splits)
 
     def plain(n_jobs):
@@ -100,7 +90,7 @@ def bench_speedup(n_samples, n_features, n_splits, repeats):
             for kind in ("skmip", "plain"):
                 if kind == "skmip":
                     fn = lambda: estimate_sigma(  # noqa: E731
-                        est, X, y, n_splits=n_splits, n_jobs=n_jobs, random_state=0
+                        est, X, y, n_subsets=n_splits, n_jobs=n_jobs, random_state=0
                     )
                 else:
                     fn = lambda: plain(n_jobs)  # noqa: E731
@@ -114,17 +104,6 @@ def bench_speedup(n_samples, n_features, n_splits, repeats):
         "best": best,
         "identical": bool(np.array_equal(results[1], results[2])),
     }
-
-
-def _peak_extra(fn):
-    """(result, peak bytes allocated by fn above what was live when it started)."""
-    tracemalloc.start()
-    tracemalloc.reset_peak()
-    base = tracemalloc.get_traced_memory()[0]
-    result = fn()
-    peak = tracemalloc.get_traced_memory()[1] - base
-    tracemalloc.stop()
-    return result, peak
 
 
 def _naive(X, n_splits, moment, random_state):
@@ -144,16 +123,16 @@ def bench_memory(n_features, n_rows, splits, moments):
     for n_splits in splits:
         for moment in moments:
             start = time.perf_counter()
-            sigma, peak = _peak_extra(
+            sigma, peak = H.peak_memory(
                 lambda: estimate_sigma(
-                    SecondMomentMatrix(), X, n_splits=n_splits, moment=moment,
+                    SecondMomentMatrix(), X, n_subsets=n_splits, moment=moment,
                     params=["matrix_"], random_state=0, n_jobs=1,
                 )
             )
             wall = time.perf_counter() - start
             row = {"B": n_splits, "M": moment, "peak": peak / (8 * d), "wall": wall}
             if moment == 2:
-                naive, naive_peak = _peak_extra(lambda: _naive(X, n_splits, 2, 0))
+                naive, naive_peak = H.peak_memory(lambda: _naive(X, n_splits, 2, 0))
                 row["naive"] = naive_peak / (8 * d)
                 row["max_rel_diff"] = float(np.max(np.abs(sigma - naive) / np.maximum(naive, 1e-300)))
             rows.append(row)
@@ -162,29 +141,24 @@ def bench_memory(n_features, n_rows, splits, moments):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser = H.parser(__doc__, quick="small sizes")
     parser.add_argument("--only", choices=("speed", "memory"), help="run one of the two parts")
-    args = parser.parse_args(argv)
-    if args.quick:
+    # One BLAS thread here and in joblib's worker processes: the workers are the parallelism.
+    H.pin_threads(1, force=True)
+    args = H.parse(parser, argv, blas_threads=1)
+    if args.smoke:
+        speed = dict(n_samples=400, n_features=10, n_splits=4, repeats=1)
+        memory = dict(n_features=30, n_rows=16, splits=(4,), moments=(2, 3))
+    elif args.quick:
         speed = dict(n_samples=4000, n_features=50, n_splits=8, repeats=1)
         memory = dict(n_features=300, n_rows=64, splits=(16, 32), moments=(2, 3))
     else:
         speed = dict(n_samples=40000, n_features=100, n_splits=32, repeats=3)
         memory = dict(n_features=1000, n_rows=64, splits=(16, 128), moments=(2, 4, 3))
 
-    command = "python benchmarks/bench_moments.py" + (" --quick" if args.quick else "")
-    command += f" --only {args.only}" if args.only else ""
-    print(f"Command: `{command}`  ")
-    print(
-        f"Machine: {platform.machine()}, {os.cpu_count()} CPU(s), Python "
-        f"{sys.version.split()[0]}, numpy {np.__version__}; BLAS threads limited to 1; "
-        f"load average at start: {os.getloadavg()[0]:.2f}\n"
-    )
-
+    print("BLAS threads limited to 1.\n")
     if args.only != "memory":
-        with threadpool_limits(1):
-            report_speedup(speed)
+        report_speedup(speed)
     if args.only != "speed":
         report_memory(memory)
 

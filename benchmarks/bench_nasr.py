@@ -47,10 +47,10 @@ Results are recorded in docs/reproductions.md.
 
 from __future__ import annotations
 
-import argparse
 import time
 import warnings
 
+import _harness as H  # the script's folder is on sys.path
 import numpy as np
 from scipy.stats import norm
 from sklearn.datasets import load_breast_cancer
@@ -209,16 +209,15 @@ def plot(rows, path):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="250 models per side, epsilon 2 and 8")
+    parser = H.parser(__doc__, quick="250 models per side, epsilon 2 and 8", n_jobs=2)
     parser.add_argument("--models", type=int, default=1000, help="models per side (in / out)")
     parser.add_argument("--epsilons", nargs="+", type=float, default=[0.5, 1.0, 2.0, 4.0, 8.0])
-    parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--plot", default=None, metavar="PNG", help="draw empirical vs theoretical epsilon")
-    args = parser.parse_args(argv)
+    # --smoke: 20 models per side at epsilon 8, one process, no plot.
+    args = H.parse(parser, argv, quick=dict(models=250, epsilons=[2.0, 8.0]),
+                   smoke=dict(models=20, epsilons=[8.0], n_jobs=1, plot=None))
+    H.requires("torch", "pip install torch")
     n_models, epsilons = args.models, args.epsilons
-    if args.quick:
-        n_models, epsilons = 250, [2.0, 8.0]
     t0 = time.perf_counter()
     print(f"DP-SGD (Opacus, PRV accountant), full batch of {len(_pool()[0]) + 1} rows, T = {STEPS} steps, "
           f"C = 1, Dirac canary c = {CANARY_SCALE:g}; {n_models} models trained with the canary and "

@@ -17,12 +17,9 @@ full run.
 
 from __future__ import annotations
 
-import argparse
-import os
-import time
 import warnings
-from pathlib import Path
 
+import _harness as H  # the script's folder is on sys.path
 import numpy as np
 import torch
 from sklearn.base import clone
@@ -32,24 +29,21 @@ from sklearn.preprocessing import StandardScaler
 from skmip.nn import DPNeuralNetClassifier, MLPModule, NeuralNetClassifier
 
 
-def main():
-    parser = argparse.ArgumentParser()
+def main(argv=None):
+    parser = H.parser(__doc__, quick="1 repeat of 2 epochs", threads=(
+        1, "torch intra-op threads; on a shared, oversubscribed CPU more threads spin-wait "
+        "and make every small op many times slower"),
+        repeats=(None, "interleaved fits (default 3; 1 with --quick)"))
     parser.add_argument("--device", default="cpu")
-    parser.add_argument(
-        "--threads", type=int, default=1,
-        help="torch intra-op threads; on a shared, oversubscribed CPU more threads spin-wait "
-        "and make every small op many times slower",
-    )
     parser.add_argument("--epochs", type=int, default=None, help="epochs per fit (default 5; 2 with --quick)")
-    parser.add_argument("--repeats", type=int, default=None, help="interleaved fits (default 3; 1 with --quick)")
     parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--quick", action="store_true", help="1 repeat of 2 epochs")
-    args = parser.parse_args()
+    # --smoke: one epoch, one repeat, batches of 256.
+    args = H.parse(parser, argv, smoke=dict(epochs=1, repeats=1, batch_size=256))
     if args.epochs is None:
         args.epochs = 2 if args.quick else 5
     if args.repeats is None:
         args.repeats = 1 if args.quick else 3
-    load_at_start = os.getloadavg()[0]
+    load_at_start = H.load_average()
     torch.set_num_threads(args.threads)
     X, y = load_digits(return_X_y=True)
     X = StandardScaler().fit_transform(X).astype(np.float32)
@@ -64,21 +58,17 @@ def main():
     def run(net):
         if args.device.startswith("cuda"):
             torch.cuda.synchronize()
-        t = time.perf_counter()
         fitted = clone(net).fit(X, y)
         if args.device.startswith("cuda"):
             torch.cuda.synchronize()
-        return (time.perf_counter() - t) / args.epochs, fitted
+        return fitted
 
     warnings.simplefilter("ignore")
     run(plain), run(private)  # warm-up: imports, allocator
-    best = {"plain": np.inf, "private": np.inf}
-    for _ in range(args.repeats):
-        for name, net in (("plain", plain), ("private", private)):
-            t, fitted = run(net)
-            best[name] = min(best[name], t)
-            if name == "private":
-                eps = fitted.epsilon_
+    # Best time of interleaved fits, per epoch.
+    times, (_, fitted) = H.side_by_side([lambda: run(plain), lambda: run(private)], args.repeats)
+    best = {"plain": times[0] / args.epochs, "private": times[1] / args.epochs}
+    eps = fitted.epsilon_
     text = "\n".join(
         [
             f"# DP-SGD epoch time (torch {torch.__version__}, device {args.device}, "
@@ -97,10 +87,7 @@ def main():
         ]
     )
     print(text)
-    out = Path(__file__).parent / "results"
-    out.mkdir(exist_ok=True)
-    suffix = "_quick" if args.quick else ""
-    (out / f"nn_dpsgd_{args.device.split(':')[0]}{suffix}.md").write_text(text + "\n")
+    H.write_results(f"nn_dpsgd_{args.device.split(':')[0]}{'_quick' if args.quick else ''}.md", text)
 
 
 if __name__ == "__main__":

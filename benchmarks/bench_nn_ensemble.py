@@ -18,12 +18,9 @@ Writes ``benchmarks/results/nn_ensemble.md`` (ignored by git); ``docs/nn.md`` qu
 
 from __future__ import annotations
 
-import argparse
-import os
 import platform
-import time
-from pathlib import Path
 
+import _harness as H  # the script's folder is on sys.path
 import numpy as np
 import torch
 from sklearn.base import clone
@@ -33,43 +30,37 @@ from sklearn.preprocessing import StandardScaler
 from skmip.nn import MLPModule, NeuralNetClassifier, SkorchAdapter, ensemble_vectors, fit_ensemble
 
 
-def timed(fn):
-    if device_is_cuda:
-        torch.cuda.synchronize()
-    t = time.perf_counter()
-    out = fn()
-    if device_is_cuda:
-        torch.cuda.synchronize()
-    return time.perf_counter() - t, out
+def _synced(fn):
+    """``fn`` with the GPU's queue drained before and after it (so that its time is its own)."""
+    def call():
+        if device_is_cuda:
+            torch.cuda.synchronize()
+        out = fn()
+        if device_is_cuda:
+            torch.cuda.synchronize()
+        return out
+    return call
 
 
 def best_of(fns, repeats):
-    """Best time of each function, runs interleaved so that a change in machine load
-    (the CPU is shared) hits both sides alike."""
-    best, outs = [np.inf] * len(fns), [None] * len(fns)
-    for _ in range(repeats):
-        for i, fn in enumerate(fns):
-            t, outs[i] = timed(fn)
-            best[i] = min(best[i], t)
-    return best, outs
+    """``(best times, outputs)``, runs interleaved so that a change in machine load (the CPU is
+    shared) hits both sides alike."""
+    return H.side_by_side([_synced(fn) for fn in fns], repeats)
 
 
-def main():
+def main(argv=None):
     global device_is_cuda
-    parser = argparse.ArgumentParser()
+    parser = H.parser(__doc__, threads=(
+        1, "torch intra-op threads; on a shared, oversubscribed CPU more threads spin-wait "
+        "and make every small op many times slower"), repeats=3)
     parser.add_argument("--device", default="cpu")
-    parser.add_argument(
-        "--threads", type=int, default=1,
-        help="torch intra-op threads; on a shared, oversubscribed CPU more threads spin-wait "
-        "and make every small op many times slower",
-    )
     parser.add_argument("--members", type=int, default=32)
     parser.add_argument("--epochs", type=int, default=10)
-    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--skip-wrapper", action="store_true")
-    args = parser.parse_args()
+    # --smoke: 2 members, 1 epoch, 1 run.
+    args = H.parse(parser, argv, smoke=dict(members=2, epochs=1, repeats=1))
     device_is_cuda = args.device.startswith("cuda")
-    load_at_start = os.getloadavg()[0]
+    load_at_start = H.load_average()
     torch.set_num_threads(args.threads)
 
     X, y = load_digits(return_X_y=True)
@@ -119,7 +110,7 @@ def main():
         # The wrapper fixes one seed for all split fits: random_state=0 on both paths.
         (t_sig, t_vec), (sigma_seq, vec) = best_of(
             [
-                lambda: estimate_sigma(net, X, y, n_splits=args.members, split_size=0.5, random_state=0),
+                lambda: estimate_sigma(net, X, y, n_subsets=args.members, train_size=0.5, random_state=0),
                 lambda: ensemble_vectors(net, X, y, subsets),
             ],
             1,
@@ -139,9 +130,7 @@ def main():
         ]
     text = "\n".join(lines)
     print(text)
-    out = Path(__file__).parent / "results"
-    out.mkdir(exist_ok=True)
-    (out / f"nn_ensemble_{args.device.split(':')[0]}.md").write_text(text + "\n")
+    H.write_results(f"nn_ensemble_{args.device.split(':')[0]}.md", text)
 
 
 device_is_cuda = False

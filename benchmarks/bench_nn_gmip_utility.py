@@ -23,11 +23,10 @@ Fig. 3. Writes ``benchmarks/results/nn_gmip_utility.md`` (``nn_gmip_utility_quic
 
 from __future__ import annotations
 
-import argparse
 import os
 import warnings
-from pathlib import Path
 
+import _harness as H  # the script's folder is on sys.path
 import numpy as np
 import torch
 from sklearn.datasets import load_breast_cancer
@@ -41,18 +40,16 @@ MUS = (0.1, 0.25, 0.4, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 50.0)
 QUICK_MUS = (0.25, 1.0, 2.0, 5.0)
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--seeds", type=int, default=None, help="seeds per point (default 5; 2 with --quick)")
-    parser.add_argument("--quick", action="store_true", help="2 seeds and 4 mu values")
-    parser.add_argument("--plots", default=None, help="directory for the PNG figure (needs matplotlib)")
+def main(argv=None):
+    parser = H.parser(__doc__, seeds=(None, "seeds per point (default 5; 2 with --quick)"),
+                      quick="2 seeds and 4 mu values", plots=None, threads=1)
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
-    args = parser.parse_args()
+    # --smoke: one seed, one epoch, mu = 1 only, no plot.
+    args = H.parse(parser, argv, smoke=dict(seeds=1, epochs=1, plots=None))
     if args.seeds is None:
         args.seeds = 2 if args.quick else 5
-    mus = QUICK_MUS if args.quick else MUS
+    mus = (1.0,) if args.smoke else QUICK_MUS if args.quick else MUS
     torch.set_num_threads(args.threads)
     warnings.simplefilter("ignore")
     X, y = load_breast_cancer(return_X_y=True)
@@ -101,9 +98,7 @@ def main():
         print(rows[-1], flush=True)
     text = "\n".join(rows)
     print(text)
-    out = Path(__file__).parent / "results"
-    out.mkdir(exist_ok=True)
-    (out / ("nn_gmip_utility_quick.md" if args.quick else "nn_gmip_utility.md")).write_text(text + "\n")
+    H.write_results("nn_gmip_utility_quick.md" if args.quick else "nn_gmip_utility.md", text)
     if args.plots:
         plot(args.plots, mus, curves, sigmas, baseline, free, args.seeds)
 

@@ -48,31 +48,27 @@ Results are recorded in docs/auditing.md together with this command.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
+import logging
 import os
 import time
 import warnings
 
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+import _harness as H  # the script's folder is on sys.path
+import numpy as np
+from _harness import markdown_table
+from sklearn.base import clone
+from sklearn.datasets import load_digits
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.neural_network import MLPClassifier
+from sklearn.preprocessing import StandardScaler
 
-import logging  # noqa: E402
-
-import numpy as np  # noqa: E402
-from _harness import markdown_table  # noqa: E402
-from sklearn.base import clone  # noqa: E402
-from sklearn.datasets import load_digits  # noqa: E402
-from sklearn.ensemble import RandomForestClassifier  # noqa: E402
-from sklearn.neural_network import MLPClassifier  # noqa: E402
-from sklearn.preprocessing import StandardScaler  # noqa: E402
-
-from skmip.audit.attacks import get_attack  # noqa: E402
-from skmip.audit.attacks.suite import AUTO_ATTACKS  # noqa: E402
-from skmip.datasets import load_dataset  # noqa: E402
-from skmip.audit.game import play_membership_game  # noqa: E402
-from skmip.audit.metrics import mi_roc_auc, tpr_at_fpr  # noqa: E402
+from skmip.audit.attacks import get_attack
+from skmip.audit.attacks.suite import AUTO_ATTACKS
+from skmip.datasets import load_dataset
+from skmip.audit.game import play_membership_game
+from skmip.audit.metrics import mi_roc_auc, tpr_at_fpr
 
 OURS = ["loss", "lira", "lira_offline", "rmia", "rmia_offline"]
 assert set(AUTO_ATTACKS) <= set(OURS)
@@ -251,9 +247,9 @@ def _row(label, m, s):
             f"{m.size:,} ({int(m.sum()):,})"]
 
 
-def main():
+def main(argv=None):
     logging.getLogger("art").setLevel(logging.ERROR)  # HopSkipJump logs every failed start
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = H.parser(__doc__, seed=0)
     parser.add_argument("--n-models", type=int, default=16)
     parser.add_argument("--adult-rows", type=int, default=3000)
     parser.add_argument("--art-models", default="rf,gb", help="ART black-box attack models: rf, gb, nn")
@@ -264,17 +260,18 @@ def main():
     parser.add_argument("--targets", default="digits,adult", help="comma-separated: digits, adult")
     parser.add_argument("--check-auto", action="store_true",
                         help="also run MIAttackScorer(attack='auto') and check it picks the same attack")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    # --smoke: adult on 300 rows, 4 models, ART's random-forest attack model, no label-only attack.
+    args = H.parse(parser, argv, blas_threads=1, smoke=dict(
+        targets="adult", adult_rows=300, n_models=4, art_models="rf", label_only_targets=0))
+    install = "pip install --no-deps adversarial-robustness-toolbox privacy-meter six"
+    art = H.requires("art", install)
+    H.requires("privacy_meter", install)
     try:
-        import art
-        import privacy_meter  # noqa: F401
         _pm_import()
         import privacy_meter.audit  # noqa: F401
-        from importlib.metadata import version
     except ImportError as exc:
-        raise SystemExit("bench_peers needs the peers: pip install --no-deps "
-                         "adversarial-robustness-toolbox privacy-meter six") from exc
+        raise H.MissingDependency(f"bench_peers needs the peers: {install}") from exc
+    from importlib.metadata import version
     print(f"ART {art.__version__}, Privacy Meter {version('privacy-meter')}; K = {args.n_models}; {vars(args)}")
     t0 = time.perf_counter()
     header = ["attack", "AUC", "TPR@1%FPR", "TPR@0.1%FPR", "trials (members)"]
@@ -376,7 +373,7 @@ def main():
         print(f"\n{name}: the game {times.pop('game'):.0f} s; " +
               ", ".join(f"{k} {v:.0f} s" for k, v in times.items()))
         print(markdown_table(header, rows))
-    print(f"\ntotal {time.perf_counter() - t0:.0f} s; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"\ntotal {time.perf_counter() - t0:.0f} s; load average {H.load_average():.1f} on {os.cpu_count()} cores")
 
 
 if __name__ == "__main__":

@@ -24,10 +24,10 @@ or not) and seconds per fit. Results are in ``docs/pipelines.md``.
 
 from __future__ import annotations
 
-import argparse
 import time
 import warnings
 
+import _harness as H  # the script's folder is on sys.path
 import numpy as np
 import pandas as pd
 from _harness import markdown_table
@@ -42,16 +42,9 @@ from skmip import MIPNoiseWrapper
 
 
 def german_frame():
-    """The German credit file as a DataFrame of its raw columns (codes kept as strings)."""
-    # The bundled file and its column list (skmip.datasets encodes them; here they stay raw).
-    from skmip.datasets import _GERMAN_COLUMNS, _read_rows
-
-    rows = _read_rows("german.data.gz", " ")
-    data = {}
-    for j, (name, kind) in enumerate(_GERMAN_COLUMNS):
-        column = [r[j] for r in rows]
-        data[name] = column if kind == "cat" else np.asarray(column, dtype=float)
-    return pd.DataFrame(data), (np.asarray([r[-1] for r in rows]) == "2").astype(int)
+    """The German credit file as a DataFrame of its raw columns (codes kept as strings),
+    decoded from the bundled one-hot copy (``load_dataset``) by the harness."""
+    return H.load_frame("german_credit")
 
 
 def _calibration(model):
@@ -79,11 +72,11 @@ def run(name, make, X, y, seeds, stratify=True):
     return [name, f"{accs.mean():.3f} ({accs.min():.3f}-{accs.max():.3f})", cal, f"{np.mean(times):.1f}"]
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--seeds", type=int, default=3)
+def main(argv=None):
+    p = H.parser(__doc__, seeds=3)
     p.add_argument("--only", choices=("breast_cancer", "german_credit"), default=None)
-    args = p.parse_args()
+    # --smoke: one seed on breast cancer (the wrapper's coupling and moments routes).
+    args = H.parse(p, argv, smoke=dict(seeds=1, only="breast_cancer"))
     seeds = range(args.seeds)
     rows = []
     if args.only != "german_credit":

@@ -37,11 +37,10 @@ Run::
 
 from __future__ import annotations
 
-import argparse
 import time
 import warnings
-from pathlib import Path
 
+import _harness as H  # the script's folder is on sys.path
 import numpy as np
 import torch
 from scipy import stats
@@ -82,18 +81,18 @@ def features(body, X):
         return body(torch.as_tensor(X, dtype=torch.float32)).numpy()
 
 
-def main():
-    parser = argparse.ArgumentParser()
+def main(argv=None):
+    parser = H.parser(__doc__, seeds=(None, "noise draws / DP-SGD seeds (default 5; 2 with --quick)"),
+                      quick="200 rounds, 2 seeds")
     parser.add_argument("--task", choices=("multiclass", "binary"), default="multiclass")
     parser.add_argument("--rounds", type=int, default=None, help="coupling rounds (default 1000; 200 with --quick)")
-    parser.add_argument("--seeds", type=int, default=None, help="noise draws / DP-SGD seeds (default 5; 2 with --quick)")
-    parser.add_argument("--quick", action="store_true")
     parser.add_argument("--epochs", type=int, default=30)
     parser.add_argument("--C", type=float, default=0.1, help="head regularisation")
     parser.add_argument("--check-rounds", type=int, default=2,
                         help="rounds of the engine-vs-refit check on the same (x*, e) pairs (0: skip)")
     parser.add_argument("--last", choices=("relu", "tanh", "unit"), default="tanh", help="backbone's last activation")
-    args = parser.parse_args()
+    # --smoke: the binary task, 100 rounds, 1 seed, no engine check.
+    args = H.parse(parser, argv, smoke=dict(task="binary", rounds=100, seeds=1, check_rounds=0))
     rounds = args.rounds or (200 if args.quick else 1000)
     seeds = args.seeds or (2 if args.quick else 5)
     torch.set_num_threads(1)
@@ -176,16 +175,15 @@ def main():
         rows += ["", engine_check(head, X_d, y_d, k, args.check_rounds, path[0].sensitivity_engine_)]
     text = "\n".join(rows)
     print("\n" + text)
-    out = Path(__file__).parent / "results"
-    out.mkdir(exist_ok=True)
-    (out / f"private_head_{args.task}{'_quick' if args.quick else ''}.md").write_text(text + "\n")
+    H.write_results(f"private_head_{args.task}{'_quick' if args.quick else ''}.md", text)
 
 
 def engine_check(head, X, y, k, n_rounds, engine):
     """The engine the wrapper used against exact refits of the whole net on the same (x*, e)
     pairs (same seed, one pair per target and round), whitened by the same full noise shape."""
     from skmip.bounds import coupling_noise_scale
-    from skmip.calibration.swap import estimate_noise_factor, estimate_swap_deltas
+    from skmip.calibration.spread.noise_factor import estimate_noise_factor
+    from skmip.calibration.swap import estimate_swap_deltas
 
     L = estimate_noise_factor(head, X, y, train_size=k, n_subsets=128, random_state=1)
     kw = dict(scale=L, train_size=k, n_rounds=n_rounds, pairs_per_target=1, random_state=7)

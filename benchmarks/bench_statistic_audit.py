@@ -12,9 +12,9 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import time
 
+import _harness as H  # the script's folder is on sys.path
 import numpy as np
 
 from skmip.audit.attacks.bayes import exact_mip_advantage
@@ -38,9 +38,9 @@ def problems():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = H.parser(__doc__)
     parser.add_argument("--n-mc", type=int, default=4000)
-    args = parser.parse_args(argv)
+    args = H.parse(parser, argv, smoke=dict(n_mc=200))  # --smoke: 200 releases per audit
     t0 = time.perf_counter()
     print("| problem | eta | s | max exact advantage (+- se) | advantage / eta |")
     print("|---|---|---|---|---|")

@@ -24,11 +24,11 @@ Results and the command that produced them are recorded in docs/subsampling.md.
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
 import warnings
 
+import _harness as H  # the script's folder is on sys.path
 import numpy as np
 from sklearn.datasets import load_breast_cancer, load_digits
 from sklearn.decomposition import PCA
@@ -207,17 +207,18 @@ def bench_fixed_bound(rates, repeats, plots):
     return results
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer models, rates and repeats")
-    parser.add_argument("--plots", default=None, help="directory for PNG figures (needs matplotlib)")
-    args = parser.parse_args()
+def main(argv=None):
+    parser = H.parser(__doc__, quick="fewer models, rates and repeats", plots=None)
+    args = H.parse(parser, argv, smoke=dict(plots=None))
     warnings.simplefilter("ignore", PrivacyWarning)  # seeds are fixed for reproducibility
     if args.plots:
         os.makedirs(args.plots, exist_ok=True)
     t0 = time.perf_counter()
     bench_bounds(args.plots)
-    if args.quick:
+    if args.smoke:  # one audit cell of 8 models, one rate at a fixed bound, 2 repeats
+        bench_audit(8, [0.5], [1.0], None)
+        bench_fixed_bound([0.5], 2, None)
+    elif args.quick:
         bench_audit(32, [0.1, 0.5, 0.9], [1.0, 100.0], args.plots)
         bench_fixed_bound([0.1, 0.3, 0.5], 5, args.plots)
     else:

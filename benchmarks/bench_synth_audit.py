@@ -23,8 +23,7 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
-
+import _harness as H  # the script's folder is on sys.path
 import numpy as np
 from _harness import markdown_table, timed
 from bench_marginal_synthesis import adult_categorical  # the script's folder is on sys.path
@@ -74,15 +73,12 @@ def run(rows, models, etas):
     ))
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None):
+    p = H.parser(__doc__, quick="1,000 rows, 4 models")
     p.add_argument("--rows", type=int, default=3000)
     p.add_argument("--models", type=int, default=16)
     p.add_argument("--eta", type=float, action="append")
-    p.add_argument("--quick", action="store_true")
-    args = p.parse_args()
-    if args.quick:
-        args.rows, args.models = 1000, 4
+    args = H.parse(p, argv, quick=dict(rows=1000, models=4), smoke=dict(rows=200, models=2))
     run(args.rows, args.models, args.eta or [0.1])
 
 

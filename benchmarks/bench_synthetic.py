@@ -30,13 +30,12 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
 import time
 import warnings
 from pathlib import Path
 
+import _harness as H  # the script's folder is on sys.path
 import numpy as np
 from scipy import stats
 from sklearn.base import BaseEstimator
@@ -55,14 +54,11 @@ from skmip.release.dp_baselines import (
 from skmip.exceptions import PrivacyWarning
 from skmip.audit.game import play_membership_game
 from skmip.audit.metrics import check_mip_bound, membership_advantage
-from skmip.params import nearest_psd as _project_psd
+from skmip.params import nearest_psd
 from skmip.release.statistic import Statistic
-from skmip.release.gaussian import (
-    CopyingSynthesizer,
-    MIPGaussianSynthesizer,
-    closest_record_signal,
-    mean_and_covariance,
-)
+from skmip.release.gaussian import MIPGaussianSynthesizer, mean_and_covariance
+from skmip.audit.attacks.synthetic import closest_record_signal
+from skmip.audit.synth_audit import CopyingSynthesizer
 from skmip.defend import mip_noise_path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,6 +99,8 @@ def run_fig2(quick, out):
     n_splits = 16 if quick else 128
     etas = np.array([0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5])
     moments = (2, 4, 6)
+    if H.smoke():  # one repetition on 5,000 rows, two etas, M = 2
+        n, reps, n_splits, etas, moments = 5_000, 1, 8, np.array([0.1, 0.3]), (2,)
     gd_steps, gd_lr = 10, 0.5
     Sigma = make_spd_matrix(d, random_state=0)
     rng = np.random.default_rng(2024)
@@ -243,7 +241,7 @@ class _AnalyzeGaussGaussian:
         M = analyze_gauss(Z, epsilon=self.epsilon, delta=DELTA, clip_norm=self.clip_norm,
                           random_state=self.random_state)
         self.mean_ = M[:d, d]
-        self.covariance_ = _project_psd(M[:d, :d] - np.outer(self.mean_, self.mean_), 0.0)
+        self.covariance_ = nearest_psd(M[:d, :d] - np.outer(self.mean_, self.mean_), 0.0)
         return self
 
 
@@ -308,7 +306,7 @@ def run_real(quick, out):
             for M, radius in ((2, "gamma"), (6, "gamma"), (6, "laplace")):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", PrivacyWarning)
-                    s = MIPGaussianSynthesizer(eta=eta, method="moments", moment=M, n_splits=n_splits,
+                    s = MIPGaussianSynthesizer(eta=eta, method="moments", moment=M, n_subsets=n_splits,
                                                radius=radius, random_state=int(rng.integers(2**31))).fit(Z_pool)
                 label = f"MIP eta={eta} M={M}" + (" (printed Laplace radius)" if radius == "laplace" else "")
                 rows.setdefault(label, []).append(_evaluate(s.mean_, s.covariance_, Z, Z_test, y_test, d_x, rng))
@@ -406,16 +404,16 @@ def run_audit(quick, out):
     Xs = StandardScaler().fit_transform(X)
     rng = np.random.default_rng(3)
     pool = Xs[rng.choice(len(Xs), size=200, replace=False)]
-    n_models = 16 if quick else 64
-    n_splits = 16 if quick else 128
+    n_models = 4 if H.smoke() else 16 if quick else 64
+    n_splits = 8 if H.smoke() else 16 if quick else 128
     configs = [
         ("MIPGaussianSynthesizer eta=0.1, coupling (exact bound)", MIPGaussianSynthesizer(eta=0.1, train_size=1.0), 0.1),
         ("MIPGaussianSynthesizer eta=0.1 M=2",
-         MIPGaussianSynthesizer(eta=0.1, method="moments", n_splits=n_splits, train_size=1.0), 0.1),
+         MIPGaussianSynthesizer(eta=0.1, method="moments", n_subsets=n_splits, train_size=1.0), 0.1),
         ("MIPGaussianSynthesizer eta=0.25 M=6",
-         MIPGaussianSynthesizer(eta=0.25, method="moments", moment=6, n_splits=n_splits, train_size=1.0), 0.25),
+         MIPGaussianSynthesizer(eta=0.25, method="moments", moment=6, n_subsets=n_splits, train_size=1.0), 0.25),
         ("MIPGaussianSynthesizer eta=0.1 M=6, printed Laplace radius",
-         MIPGaussianSynthesizer(eta=0.1, method="moments", moment=6, radius="laplace", n_splits=n_splits,
+         MIPGaussianSynthesizer(eta=0.1, method="moments", moment=6, radius="laplace", n_subsets=n_splits,
                                 train_size=1.0), 0.1),
         ("control: Gaussian without noise", _GaussianNoPrivacy(), 0.1),
         ("control: copies training records", CopyingSynthesizer(), 0.1),
@@ -453,8 +451,7 @@ def run_audit(quick, out):
 
 # =========================================================================== main
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser = H.parser(__doc__, quick="small sizes (under a minute)")
     parser.add_argument("--parts", nargs="+", default=["fig2", "real", "audit"],
                         choices=["fig2", "real", "audit"])
     parser.add_argument("--plots", default=None,
@@ -462,12 +459,14 @@ def main(argv=None):
                              "benchmarks/results with --quick, so a smoke run never replaces "
                              "the documented figures)")
     parser.add_argument("--results", default=str(ROOT / "benchmarks" / "results" / "synthetic.md"))
-    args = parser.parse_args(argv)
+    # --smoke: Izzo's Fig. 2 on 5,000 rows, written under benchmarks/results/smoke/.
+    args = H.parse(parser, argv, smoke=dict(parts=["fig2"], plots=str(H.SMOKE_RESULTS),
+                                            results=str(H.SMOKE_RESULTS / "synthetic.md")))
     if args.plots is None:
         args.plots = str(ROOT / ("benchmarks/results" if args.quick else "docs/_static"))
     out = Path(args.plots)
     out.mkdir(parents=True, exist_ok=True)
-    lines = [f"## bench_synthetic.py {' '.join(sys.argv[1:])}", ""]
+    lines = [H.header(argv), ""]
     t0 = time.perf_counter()
     for part in args.parts:
         print(f"[{part}]", flush=True)

@@ -17,13 +17,12 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
-import os
 import time
 import warnings
 
+import _harness as H  # the script's folder is on sys.path
 import numpy as np
-from _harness import load_frame  # the script's folder is on sys.path
+from _harness import load_frame
 from bench_any_estimator import evaluation_codes, make_models, mean_pairwise_tv
 from sklearn.model_selection import train_test_split
 
@@ -32,8 +31,8 @@ from skmip.release.domains import infer_domains
 from skmip.exceptions import PrivacyWarning
 
 
-def run(reps, eta, structures):
-    X, y = load_frame("adult")
+def run(reps, eta, structures, rows=None):
+    X, y = load_frame("adult", n_samples=rows)
     rows = []
     for rep in range(reps):
         D, X_te, y_D, y_te = train_test_split(X, y, test_size=0.3, stratify=y, random_state=rep)
@@ -69,15 +68,15 @@ def run(reps, eta, structures):
     return rows
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reps", type=int, default=1)
+def main(argv=None):
+    parser = H.parser(__doc__, reps=1)
     parser.add_argument("--eta", type=float, default=0.1)
     parser.add_argument("--structures", nargs="+", default=["select", "tree"])
-    args = parser.parse_args()
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    parser.add_argument("--rows", type=int, default=None, help="adult subsample (default: all 32,561 rows)")
+    # --smoke: the label tree on 1,000 rows of adult.
+    args = H.parse(parser, argv, blas_threads=1, smoke=dict(rows=1000, structures=["tree"]))
     t0 = time.perf_counter()
-    rows = run(args.reps, args.eta, args.structures)
+    rows = run(args.reps, args.eta, args.structures, args.rows)
     print(f"\n### adult, eta = {args.eta} ({time.perf_counter() - t0:.0f} s)\n")
     print("| rep | release | mean 2-way TV vs D | HGB on synthetic | HGB on real half | forest via wrapper | seconds per fit |")
     print("|---|---|---|---|---|---|---|")

@@ -10,15 +10,12 @@ both radius laws, against the unwrapped model. Results are recorded in docs/benc
 
 from __future__ import annotations
 
-import argparse
 import time
 import warnings
 
+import _harness as H  # the script's folder is on sys.path
 import numpy as np
-from sklearn.datasets import load_breast_cancer, load_digits
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import train_test_split
-from sklearn.preprocessing import StandardScaler
 
 from skmip import MIPNoiseWrapper, mip_noise_path
 from skmip.exceptions import PrivacyWarning
@@ -27,11 +24,7 @@ ETAS = [0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5]
 
 
 def _data(name):
-    loader = {"breast_cancer": load_breast_cancer, "digits": load_digits}[name]
-    X, y = loader(return_X_y=True)
-    X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
-    scaler = StandardScaler().fit(X_tr)  # a public preprocessing choice for the benchmark
-    return scaler.transform(X_tr), scaler.transform(X_te), y_tr, y_te
+    return H.split_scaled(name)  # 70/30, stratified, standardized on the training part (public choice)
 
 
 def bench_path(n_splits, repeats, n_rounds):
@@ -55,11 +48,11 @@ def bench_path(n_splits, repeats, n_rounds):
         print(f"  one fit {a:.3f} s, path {b:.3f} s, ratio {b / a:.2f}x (target <= 1.3x)")
 
 
-def bench_utility(n_splits, repeats):
+def bench_utility(n_splits, repeats, datasets=("breast_cancer", "digits")):
     print("\nTest accuracy of LogisticRegression(C=0.1) vs eta under Corollary 10 (method='moments'),"
           " mean over repeats (the coupling calibration: benchmarks/bench_coupling_utility.py):")
     print(f"{'dataset':<14}{'eta':>6}{'non-private':>13}{'gamma':>9}{'laplace':>9}")
-    for name in ("breast_cancer", "digits"):
+    for name in datasets:
         X_tr, X_te, y_tr, y_te = _data(name)
         est = LogisticRegression(C=0.1, max_iter=1000)
         base = est.fit(X_tr, y_tr).score(X_te, y_te)
@@ -77,16 +70,16 @@ def bench_utility(n_splits, repeats):
             print(f"{name:<14}{eta:>6.2f}{base:>13.3f}{acc['gamma'][j]:>9.3f}{acc['laplace'][j]:>9.3f}")
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None):
+    parser = H.parser(__doc__, repeats=5)
     parser.add_argument("--n-splits", type=int, default=128)
-    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--n-rounds", type=int, default=200,
                         help="coupling rounds (the calibration's own cost is in docs/coupling.md)")
-    args = parser.parse_args()
+    # --smoke: 8 subsets, 40 rounds, one repeat, breast cancer only.
+    args = H.parse(parser, argv, smoke=dict(n_splits=8, repeats=1, n_rounds=40))
     warnings.simplefilter("ignore", PrivacyWarning)
     bench_path(args.n_splits, args.repeats, args.n_rounds)
-    bench_utility(args.n_splits, args.repeats)
+    bench_utility(args.n_splits, args.repeats, ("breast_cancer",) if args.smoke else ("breast_cancer", "digits"))
 
 
 if __name__ == "__main__":

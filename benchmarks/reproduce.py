@@ -9,16 +9,15 @@ Results are printed; where they are recorded is listed in docs/reproductions.md.
 """
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 import time
-from pathlib import Path
 
+import _harness as H  # the script's folder is on sys.path
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"  # git-ignored: quick runs never overwrite the documented figures
+HERE = H.HERE
+RESULTS = H.RESULTS  # git-ignored: quick runs never overwrite the documented figures
 DOC_FIGURES = HERE.parent / "docs" / "figures"
 
 
@@ -41,7 +40,7 @@ def izzo_fig1(quick: bool) -> None:
     for i, eta in enumerate(etas):
         dp = [2.0 ** (n / 3) / eps[i] for n in ns]
         print(f"{eta:>6.2f} {eps[i]:>11.4g} {mip[i]:>11.4g} " + " ".join(f"{v:>11.4g}" for v in dp))
-    _plot_izzo_fig1(etas, mip, eps, ns, RESULTS if quick else DOC_FIGURES)
+    _plot_izzo_fig1(etas, mip, eps, ns, H.results_path("izzo_fig1.png").parent if quick else DOC_FIGURES)
 
 
 def _plot_izzo_fig1(etas, mip, eps, ns, folder):
@@ -92,11 +91,11 @@ INPROCESS = {"izzo_fig1": ("Izzo Fig. 1 (MIP vs DP noise)", izzo_fig1)}
 
 def main(argv: list[str] | None = None) -> int:
     names = list(INPROCESS) + list(SCRIPTS)
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="quick options; skip slow scripts")
+    parser = H.parser(__doc__, quick="quick options; skip slow scripts")
     parser.add_argument("--only", choices=names, action="append", help="run only NAME (repeatable)")
     parser.add_argument("--list", action="store_true", help="list the reproductions and exit")
-    args = parser.parse_args(argv)
+    # --smoke: Izzo Fig. 1 in this process (the scripts have smoke runs of their own).
+    args = H.parse(parser, argv, smoke=dict(only=["izzo_fig1"]))
     if args.list:
         for name in names:
             title = INPROCESS[name][0] if name in INPROCESS else SCRIPTS[name][0]
