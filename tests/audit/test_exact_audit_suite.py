@@ -13,6 +13,7 @@ fits (the released map).
 from __future__ import annotations
 
 import ast
+import contextlib
 import inspect
 import math
 from unittest import mock
@@ -152,16 +153,17 @@ def _raise(*args, **kwargs):
 
 
 def test_exact_minimiser_runs_with_every_engine_disabled():
-    import skmip.bounds
-    import skmip.calibration.swap
-
+    engines = {
+        "skmip.calibration.swap": ("estimate_swap_deltas", "polish_to_minimiser"),
+        "skmip.calibration.noise_shape": ("design_noise_factor",),
+        "skmip.calibration.spread.noise_factor": ("estimate_noise_factor",),
+        "skmip.bounds": ("coupling_noise_scale", "coupling_eta_upper"),
+    }
     X, y = issue19_dataset()
     subsets = enumerate_subsets(12, 6)
-    engines = [(skmip.calibration.swap, n) for n in ("estimate_swap_deltas", "polish_to_minimiser",
-                                                 "design_noise_factor", "estimate_noise_factor")]
-    engines += [(skmip.bounds, n) for n in ("coupling_noise_scale", "coupling_eta_upper")]
-    with mock.patch.multiple("skmip.calibration.swap", **{n: _raise for m, n in engines if m is skmip.calibration.swap}), \
-            mock.patch.multiple("skmip.bounds", **{n: _raise for m, n in engines if m is skmip.bounds}):
+    with contextlib.ExitStack() as stack:
+        for module, names in engines.items():
+            stack.enter_context(mock.patch.multiple(module, **{n: _raise for n in names}))
         thetas, failed = exact_minimiser(LogisticRegression(), X, y, subsets)
         res = gaussian_membership_audit(thetas, subsets, 12, scale=np.ones(3), noise_scale=3.0,
                                         failed=failed, n_mc=1000, random_state=0)

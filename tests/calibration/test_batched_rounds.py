@@ -11,12 +11,8 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.linear_model import LogisticRegression, PoissonRegressor
 from sklearn.preprocessing import StandardScaler
 
-from skmip.calibration.swap import (
-    batched,
-    estimate_noise_factor,
-    estimate_swap_deltas,
-    newton,
-)
+from skmip.calibration.spread.noise_factor import estimate_noise_factor
+from skmip.calibration.swap import batched, estimate_swap_deltas, newton
 from skmip.calibration.swap.polish import MinimiserFits
 
 RTOL = 1e-7
