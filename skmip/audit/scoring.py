@@ -42,9 +42,6 @@ __all__ = ["MIAttackScorer", "make_mi_scorer", "StatedBound"]
 #: The promise type of :mod:`skmip.promise`, by its 0.1 name (the scorer reads every promise
 #: through :func:`skmip.promise.stated_promise`).
 StatedBound = Promise
-#: The reader the game applies to every fitted model (kept under its 0.1 name for
-#: :mod:`skmip.audit.synth_audit`).
-_stated_bound = stated_promise
 
 _OWNER = "MIAttackScorer"
 _METRICS = ("auc", "tpr_at_fpr", "advantage", "positive_accuracy", "empirical_epsilon")

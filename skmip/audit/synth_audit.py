@@ -34,6 +34,7 @@ from skmip.audit.attacks.synthetic import (
 )
 from skmip.bounds.empirical import clopper_pearson_interval
 from skmip.exceptions import PrivacyWarning
+from skmip.promise import stated_promise
 from skmip.audit.metrics import (
     check_mip_bound,
     empirical_epsilon,
@@ -83,36 +84,20 @@ class CopyingSynthesizer(BaseEstimator):
 
 # ----------------------------------------------------------------------------- promises
 def synthesizer_promise(fitted):
-    """The eta-MIP promise a fitted synthesizer states, as a :class:`skmip.audit.scoring.StatedBound`, or None.
+    """The eta-MIP promise a fitted synthesizer states (a :class:`skmip.promise.Promise`), or None.
 
-    ``mip_bound_`` (or, for a synthesizer fitted with ``train_size=1.0`` that promises
-    nothing, the ``target_eta_`` its noise was calibrated to, with ``promised=False``) is
-    read as :class:`~skmip.audit.scoring.MIAttackScorer` reads it for models. A
-    :class:`~skmip.DPMarginalSynthesizer` is (epsilon, delta)-DP for replace-one neighbours,
-    hence eta-MIP with ``eta = skmip.bounds.dp_to_mip(epsilon, delta)`` (Izzo et al.,
-    Theorem 4) -- except that with ``train_size=1.0`` its category lists are those of its
-    training set, outside the DP noise: the eta is then returned with ``promised=False``.
+    Read through the synthesizer's ``stated_promise()`` (:func:`skmip.promise.stated_promise`),
+    as :class:`~skmip.audit.scoring.MIAttackScorer` reads models: ``mip_bound_`` for the MIP
+    synthesizers (or, fitted with ``train_size=1.0``, the ``target_eta_`` their noise was
+    calibrated to, with ``promised=False``); ``dp_to_mip(epsilon, delta)`` for
+    :class:`~skmip.DPMarginalSynthesizer` (Izzo et al., Theorem 4).
 
     Examples
     --------
     >>> synthesizer_promise(CopyingSynthesizer().fit([[0.0]])) is None
     True
     """
-    from skmip.bounds import dp_to_mip
-    from skmip.release.marginals import DPMarginalSynthesizer
-    from skmip.audit.scoring import StatedBound, _stated_bound
-
-    stated = _stated_bound(fitted)
-    if stated is not None:
-        return stated
-    if isinstance(fitted, DPMarginalSynthesizer):
-        eta = float(dp_to_mip(fitted.epsilon, fitted.delta))
-        # With train_size=1.0 the released category lists are those of the training set
-        # itself, which the DP noise does not cover (a value held by one record is listed
-        # exactly when that record is a member): as for MIP, a target, not a promise.
-        return StatedBound("mip", eta, {"n_train": fitted.n_train_, "promised": fitted.train_size != 1.0,
-                                        "from": f"({fitted.epsilon:g}, {fitted.delta:g})-DP, Theorem 4"})
-    return None
+    return stated_promise(fitted)
 
 
 # ----------------------------------------------------------------------------- results

@@ -39,7 +39,7 @@ from skmip.release.marginal_sampling import (
 from skmip.release.marginal_selection import _check_marginals, _column_index, chow_liu_tree, select_pairs
 from skmip.utils.rng import resolve_rng
 from skmip.utils.validation import check_eta, check_int, check_interval, input_errors
-from skmip.promise import MIPPromiseMixin
+from skmip.promise import MIPPromiseMixin, Promise, PromiseMixin
 
 __all__ = ["MIPMarginalSynthesizer", "DPMarginalSynthesizer", "chow_liu_tree", "select_pairs"]
 
@@ -404,7 +404,7 @@ class MIPMarginalSynthesizer(MIPPromiseMixin, _MarginalSynthesizer):
 
 
 # ----------------------------------------------------------------------------- DP baseline
-class DPMarginalSynthesizer(_MarginalSynthesizer):
+class DPMarginalSynthesizer(PromiseMixin, _MarginalSynthesizer):
     """The same marginal synthesizer with (epsilon, delta)-DP noise: the baseline at equal promise.
 
     The cell counts of ``D_train`` get Gaussian noise of the analytic Gaussian mechanism
@@ -479,6 +479,25 @@ class DPMarginalSynthesizer(_MarginalSynthesizer):
         self.marginals = marginals
         self.train_size = train_size
         self.random_state = random_state
+
+    def stated_promise(self):
+        """eta-MIP with ``eta = skmip.bounds.dp_to_mip(epsilon, delta)`` (Izzo et al., Theorem 4).
+
+        The synthesizer is (epsilon, delta)-DP for replace-one neighbours, hence eta-MIP. With
+        ``train_size=1.0`` the released category lists are those of the training set itself,
+        outside the DP noise (a value held by one record is listed exactly when that record is
+        a member): the eta is then stated with ``promised=False``, a target, not a promise.
+
+        Returns
+        -------
+        skmip.promise.Promise
+        """
+        from skmip.bounds import dp_to_mip
+
+        check_is_fitted(self)
+        eta = float(dp_to_mip(self.epsilon, self.delta))
+        return Promise.mip(eta, n_train=self.n_train_, promised=self.train_size != 1.0,
+                           **{"from": f"({self.epsilon:g}, {self.delta:g})-DP, Theorem 4"})
 
     def _validate(self):
         check_interval(self._owner, "epsilon", self.epsilon, 0, None, closed="neither")
