@@ -287,7 +287,7 @@ def surely_ignored(obj, method, shape=None):
 
     ``method="auto"`` may resolve to any route and ``noise_shape="auto"`` to the design or the
     full shape, depending on the estimator: a caller that sets knobs for each possible route
-    (``skmip audit`` passes its ``--n-splits`` and ``--n-rounds`` to every wrapper) asked for
+    (the ``skmip`` command passes its ``--n-subsets`` and ``--n-rounds`` to every wrapper) asked for
     nothing contradictory. Only a knob that every possible resolution ignores is reported.
     """
     routes = [method] if obj.method != "auto" else ["coupling", "moments", "synthetic"]
