@@ -16,7 +16,7 @@ from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from skmip.utils.rng import draw_seed, fix_inner_random_state, resolve_rng, spawn_generators
 from skmip.utils.rows import n_rows
 from skmip.utils.threads import single_threaded_blas
-from skmip.utils.validation import check_eta, input_errors
+from skmip.utils.validation import RenamedParametersMixin, check_eta, input_errors
 from skmip.exceptions import MissingClassError, check_privacy_seed, warn_no_promise_on_given_subset
 from skmip.params import get_adapter
 from skmip.promise import MIPPromiseMixin
@@ -33,7 +33,6 @@ from skmip.defend._calibrate import (
     measure_spread,
     noise_law,
     release,
-    resolve_shape as _resolve_shape,
 )
 
 __all__ = ["MIPNoiseWrapper", "mip_noise_path"]
@@ -41,7 +40,7 @@ __all__ = ["MIPNoiseWrapper", "mip_noise_path"]
 _OWNER = "MIPNoiseWrapper"
 
 
-class MIPNoiseWrapper(MIPPromiseMixin, ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
+class MIPNoiseWrapper(RenamedParametersMixin, MIPPromiseMixin, ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
     """Make any estimator with continuous fitted parameters eta-membership-inference private.
 
     ``fit`` draws a random training subset ``D_train`` of the data ``D`` it is given,
@@ -225,6 +224,7 @@ class MIPNoiseWrapper(MIPPromiseMixin, ReleasedModelMixin, MetaEstimatorMixin, B
     ('coupling', 0.3, True)
     """
 
+    _renamed_parameters = {"n_splits": "n_subsets"}  # pickles of skmip 0.1
 
     def __init__(
         self,

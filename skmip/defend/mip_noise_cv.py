@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 from numpy.typing import ArrayLike
-from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, is_classifier
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
 from sklearn.utils import _safe_indexing
@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from skmip.utils.rng import draw_seed, resolve_rng
 from skmip.utils.rows import subset_fit_params
-from skmip.utils.validation import check_cv_folds, check_eta, check_interval
+from skmip.utils.validation import RenamedParametersMixin, check_cv_folds, check_eta, check_interval
 from skmip.exceptions import (
     NO_PROMISE_MESSAGE,
     PrivacyWarning,
@@ -52,7 +52,8 @@ def _can_score(search):
     return search.refit and (search.scoring is not None or _released_has("score")(search))
 
 
-class MIPNoiseWrapperCV(MIPPromiseMixin, ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
+class MIPNoiseWrapperCV(RenamedParametersMixin, MIPPromiseMixin, ReleasedModelMixin, MetaEstimatorMixin,
+                        BaseEstimator):
     """:class:`MIPNoiseWrapper` with eta chosen by cross-validation on the privacy-utility frontier.
 
     For each fold, the noise is calibrated **once** on the fold's training part and drawn for
@@ -193,6 +194,8 @@ class MIPNoiseWrapperCV(MIPPromiseMixin, ReleasedModelMixin, MetaEstimatorMixin,
     >>> search.scores_.shape, search.eta_ in (0.2, 0.3), search.mip_bound_ == search.eta_
     ((3, 2), True, True)
     """
+
+    _renamed_parameters = {"n_splits": "n_subsets"}  # pickles of skmip 0.1
 
     def __init__(
         self,

@@ -20,6 +20,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from skmip.utils.rng import draw_seed, fix_inner_random_state, resolve_rng
 from skmip.utils.validation import (
+    RenamedParametersMixin,
     check_class_labels,
     check_interval,
     check_predict_input,
@@ -70,7 +71,8 @@ def _default_estimator():
     return DPLogisticRegression()
 
 
-class SubsampledDPClassifier(PromiseMixin, MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
+class SubsampledDPClassifier(RenamedParametersMixin, PromiseMixin, MetaEstimatorMixin, ClassifierMixin,
+                             BaseEstimator):
     """Train a DP classifier on a Poisson subsample and bound membership-inference precision.
 
     ``fit`` keeps each row of the data it is given independently with probability
@@ -187,6 +189,8 @@ class SubsampledDPClassifier(PromiseMixin, MetaEstimatorMixin, ClassifierMixin, 
     >>> round(clf.positive_accuracy_bound_, 3), round(clf.epsilon_, 2)
     (0.881, 2.85)
     """
+
+    _renamed_parameters = {"sampling_rate": "train_size"}  # pickles of skmip 0.1
 
     def __init__(
         self,

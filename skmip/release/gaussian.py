@@ -21,6 +21,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from skmip.utils.rng import resolve_rng
 from skmip.utils.validation import (
+    RenamedParametersMixin,
     check_eta,
     check_int,
     check_interval,
@@ -111,7 +112,7 @@ def _psd_sqrt(matrix):
     return 0.5 * (root + root.T)
 
 
-class MIPGaussianSynthesizer(MIPPromiseMixin, BaseEstimator):
+class MIPGaussianSynthesizer(RenamedParametersMixin, MIPPromiseMixin, BaseEstimator):
     """Release a Gaussian generator of synthetic records with an eta-MIP guarantee.
 
     ``fit`` draws a random training subset ``D_train`` of the data, privatises its first and
@@ -266,6 +267,8 @@ class MIPGaussianSynthesizer(MIPPromiseMixin, BaseEstimator):
     >>> synth.mip_bound_
     0.5
     """
+
+    _renamed_parameters = {"n_splits": "n_subsets"}  # pickles of skmip 0.1
 
     def __init__(
         self,

@@ -311,3 +311,21 @@ def renamed_parameter(owner, old_name, old_value, new_name, new_value, new_defau
         stacklevel=stacklevel,
     )
     return old_value
+
+
+class RenamedParametersMixin:
+    """Unpickles an estimator saved by skmip 0.1 under the parameter names of 0.2.
+
+    ``_renamed_parameters`` maps each old name to its new one. A pickle from 0.1 holds the
+    old name's value and no new name: the value moves to the new name and the old one is
+    left ``"deprecated"``, so ``get_params``, ``clone`` and ``fit`` work on it unchanged.
+    """
+
+    _renamed_parameters: dict = {}
+
+    def __setstate__(self, state):
+        state = dict(state)
+        for old, new in self._renamed_parameters.items():
+            if new not in state and old in state:
+                state[new], state[old] = state[old], DEPRECATED
+        super().__setstate__(state)

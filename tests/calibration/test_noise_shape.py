@@ -153,7 +153,7 @@ def cancer():
 
 
 def test_wrapper_auto_shape_is_the_design_for_smooth_losses(cancer):
-    from skmip.defend.mip_noise import _resolve_shape
+    from skmip.defend._calibrate import resolve_shape as _resolve_shape
 
     assert _resolve_shape("auto", "coupling", True) == "design"
     assert _resolve_shape("auto", "coupling", False) == "full"

@@ -138,7 +138,6 @@ class MarginalLikelihoodAttack(SyntheticAttack):
 
     def score(self, synthesizer, synthetic, X, state):
         values = state["values"]
-        n = values.shape[0]
         cells, n_cells, listed = self._cells(synthesizer, values)
         v = np.concatenate([np.asarray(t, dtype=np.float64).ravel() for t in synthesizer.noisy_tables_])
         k = int(synthesizer.n_train_)
