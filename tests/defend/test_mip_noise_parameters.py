@@ -93,7 +93,8 @@ def test_n_splits_and_n_subsets_together_is_an_error(small):
     with pytest.raises(ValueError, match="n_splits=6 and n_subsets=8 were both set.*Pass only n_subsets"):
         w.fit(X, y)
     assert not hasattr(w, "estimator_")
-    with pytest.raises(ValueError, match=r"n_splits must be .*got 1"):
+    with pytest.warns(FutureWarning, match="n_splits was renamed"), \
+            pytest.raises(ValueError, match=r"n_splits must be .*got 1"):
         MIPNoiseWrapper(LogisticRegression(), method="moments", n_splits=1).fit(X, y)
 
 
