@@ -31,16 +31,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from skmip.utils.validation import (
-    DEPRECATED,
-    check_int,
-    check_interval,
-    check_moment,
-    check_n_jobs,
-    check_option,
-    is_unset,
-    renamed_parameter,
-)
+from skmip.utils.deprecation import DEPRECATED, is_unset, renamed_parameter
+from skmip.utils.validation import check_int, check_interval, check_moment, check_n_jobs, check_option
 
 __all__ = ["SHARED", "validate_shared", "ignored_by", "surely_ignored", "warn_ignored", "fill_parameters", "DEPRECATED"]
 

@@ -16,7 +16,8 @@ from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from skmip.utils.rng import draw_seed, fix_inner_random_state, resolve_rng, spawn_generators
 from skmip.utils.rows import n_rows
 from skmip.utils.threads import single_threaded_blas
-from skmip.utils.validation import RenamedParametersMixin, check_eta, input_errors
+from skmip.utils.deprecation import RenamedParametersMixin
+from skmip.utils.validation import check_eta, input_errors
 from skmip.exceptions import MissingClassError, check_privacy_seed, warn_no_promise_on_given_subset
 from skmip.params import get_adapter
 from skmip.promise import MIPPromiseMixin

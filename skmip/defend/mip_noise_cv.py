@@ -22,7 +22,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from skmip.utils.rng import draw_seed, resolve_rng
 from skmip.utils.rows import subset_fit_params
-from skmip.utils.validation import RenamedParametersMixin, check_cv_folds, check_eta, check_interval
+from skmip.utils.deprecation import RenamedParametersMixin
+from skmip.utils.validation import check_cv_folds, check_eta, check_interval
 from skmip.exceptions import (
     NO_PROMISE_MESSAGE,
     PrivacyWarning,

@@ -19,15 +19,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from skmip.utils.rng import draw_seed, fix_inner_random_state, resolve_rng
-from skmip.utils.validation import (
-    RenamedParametersMixin,
-    check_class_labels,
-    check_interval,
-    check_predict_input,
-    input_errors,
-    is_unset,
-    renamed_parameter,
-)
+from skmip.utils.deprecation import RenamedParametersMixin, is_unset, renamed_parameter
+from skmip.utils.validation import check_class_labels, check_interval, check_predict_input, input_errors
 from skmip.bounds.subsampling import (
     epsilon_for_positive_accuracy,
     negative_accuracy_bound,
@@ -219,10 +212,8 @@ class SubsampledDPClassifier(RenamedParametersMixin, PromiseMixin, MetaEstimator
 
     def _train_size(self, warn=False):
         """``T``: ``train_size``, or the deprecated ``sampling_rate`` when that is set."""
-        if not warn:
-            return self.train_size if is_unset(self.sampling_rate) else self.sampling_rate
         return renamed_parameter(_OWNER, "sampling_rate", self.sampling_rate, "train_size",
-                                 self.train_size, 0.5, stacklevel=4)
+                                 self.train_size, 0.5, warn=warn, stacklevel=4)
 
     def _validate_hyperparameters(self):
         name = "train_size" if is_unset(self.sampling_rate) else "sampling_rate"

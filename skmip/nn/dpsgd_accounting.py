@@ -26,7 +26,8 @@ from skmip.bounds.gmip import (
     gmip_noise_multiplier,
     mu_to_eta,
 )
-from skmip.utils.validation import check_interval, check_option, renamed_parameter
+from skmip.utils.deprecation import renamed_parameter
+from skmip.utils.validation import check_interval, check_option
 
 __all__ = ["calibrate_noise_multiplier", "check_privacy_settings", "gradient_susceptibility", "report_privacy"]
 

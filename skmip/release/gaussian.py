@@ -20,8 +20,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from skmip.utils.rng import resolve_rng
+from skmip.utils.deprecation import RenamedParametersMixin, is_unset, moved_names, renamed_parameter
 from skmip.utils.validation import (
-    RenamedParametersMixin,
     check_eta,
     check_int,
     check_interval,
@@ -30,8 +30,6 @@ from skmip.utils.validation import (
     check_n_jobs,
     check_option,
     input_errors,
-    is_unset,
-    renamed_parameter,
 )
 from skmip.exceptions import (
     NO_PROMISE_MESSAGE,
@@ -299,10 +297,8 @@ class MIPGaussianSynthesizer(RenamedParametersMixin, MIPPromiseMixin, BaseEstima
 
     def _n_subsets(self, warn=False):
         """``n_subsets``, or the deprecated ``n_splits`` when that is set."""
-        if not warn:
-            return self.n_subsets if is_unset(self.n_splits) else self.n_splits
         return renamed_parameter(_OWNER, "n_splits", self.n_splits, "n_subsets", self.n_subsets, 128,
-                                 stacklevel=5)
+                                 warn=warn, stacklevel=5)
 
     def _validate_hyperparameters(self):
         check_eta(_OWNER, self.eta)
@@ -534,18 +530,8 @@ class MIPGaussianSynthesizer(RenamedParametersMixin, MIPPromiseMixin, BaseEstima
         return hasattr(self, "covariance_")
 
 
-#: Names that moved to the audit side; still importable from here.
-_MOVED = {
+# The distance attack and the copying control belong to the audit; their 0.1 home answers for them.
+__getattr__ = moved_names("skmip.release.gaussian", {
     "closest_record_signal": "skmip.audit.attacks.synthetic",
     "CopyingSynthesizer": "skmip.audit.synth_audit",
-}
-
-
-def __getattr__(name):
-    # The distance attack and the copying control belong to the audit (skmip.audit.attacks.synthetic,
-    # skmip.audit.synth_audit); resolved on access so that this estimator module imports nothing above it.
-    if name in _MOVED:
-        import importlib
-
-        return getattr(importlib.import_module(_MOVED[name]), name)
-    raise AttributeError(f"module 'skmip.release.gaussian' has no attribute {name!r}")
+})

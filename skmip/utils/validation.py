@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import numbers
-import warnings
 
 import numpy as np
 
@@ -275,57 +274,3 @@ def input_errors(owner):
         fixes = [fix for key, fix in _INPUT_FIXES.items() if key in message]
         raise type(err)(" ".join([f"{owner}: {message}", *fixes])) from err
 
-
-#: The default of a renamed parameter's old name: "not set" (scikit-learn's convention).
-DEPRECATED = "deprecated"
-
-
-def is_unset(value):
-    """Whether a renamed parameter's old name is left at its ``"deprecated"`` default."""
-    return isinstance(value, str) and value == DEPRECATED
-
-
-def renamed_parameter(owner, old_name, old_value, new_name, new_value, new_default, *, stacklevel=3):
-    """The value to use for a parameter renamed in skmip 0.2: ``new_value``, or the old one.
-
-    When the old name is set (not ``"deprecated"``) its value is used, with a ``FutureWarning``
-    naming the new name; setting both names is an error. The old names go in 0.3
-    (``CHANGELOG.md``).
-
-    Raises
-    ------
-    ValueError
-        If ``old_value`` is set and ``new_value`` differs from ``new_default``.
-    """
-    if is_unset(old_value):
-        return new_value
-    if not (new_value is new_default or (np.isscalar(new_value) and new_value == new_default)):
-        raise ValueError(
-            f"{owner}: {old_name}={old_value!r} and {new_name}={new_value!r} were both set; "
-            f"{old_name} is the deprecated name of {new_name}. Pass only {new_name}."
-        )
-    warnings.warn(
-        f"{owner}: {old_name} was renamed {new_name} in skmip 0.2 and will be removed in 0.3; "
-        f"pass {new_name}={old_value!r} instead (its value is used).",
-        FutureWarning,
-        stacklevel=stacklevel,
-    )
-    return old_value
-
-
-class RenamedParametersMixin:
-    """Unpickles an estimator saved by skmip 0.1 under the parameter names of 0.2.
-
-    ``_renamed_parameters`` maps each old name to its new one. A pickle from 0.1 holds the
-    old name's value and no new name: the value moves to the new name and the old one is
-    left ``"deprecated"``, so ``get_params``, ``clone`` and ``fit`` work on it unchanged.
-    """
-
-    _renamed_parameters: dict = {}
-
-    def __setstate__(self, state):
-        state = dict(state)
-        for old, new in self._renamed_parameters.items():
-            if new not in state and old in state:
-                state[new], state[old] = state[old], DEPRECATED
-        super().__setstate__(state)

@@ -16,13 +16,10 @@ from skmip.bounds import mip_noise_constant
 from skmip.audit.game import play_membership_game
 from skmip.audit.metrics import check_mip_bound, membership_advantage
 from skmip.calibration.spread.moments import estimate_sigma
+from skmip.audit.attacks.synthetic import closest_record_signal
+from skmip.audit.synth_audit import CopyingSynthesizer
 from skmip.params import GaussianMixtureAdapter, nearest_psd as _project_psd
-from skmip.release.gaussian import (
-    CopyingSynthesizer,
-    MIPGaussianSynthesizer,
-    closest_record_signal,
-    mean_and_covariance,
-)
+from skmip.release.gaussian import MIPGaussianSynthesizer, mean_and_covariance
 
 COV = np.array([[2.0, 0.6, 0.0], [0.6, 1.0, -0.3], [0.0, -0.3, 0.5]])
 MEAN = np.array([1.0, -2.0, 0.5])

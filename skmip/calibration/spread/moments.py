@@ -29,7 +29,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from skmip.utils.rows import fit_on_rows
-from skmip.utils.validation import check_int, check_interval, check_moment, is_unset, renamed_parameter
+from skmip.utils.deprecation import is_unset, renamed_parameter
+from skmip.utils.validation import check_int, check_interval, check_moment
 from skmip.params import get_adapter
 
 from skmip.calibration.spread.accumulator import CentralMomentAccumulator, _even_order

@@ -83,6 +83,7 @@ Functions", ICML (the first-order approximation).
 
 from skmip.calibration.swap._result import SwapDeltas
 from skmip.calibration.swap.estimate import estimate_swap_deltas
+from skmip.utils.deprecation import moved_names
 from skmip.calibration.losses.registry import (
     GLMTerms,
     LossBlock,
@@ -108,25 +109,10 @@ __all__ = [
     "get_smooth_loss",
 ]
 
-#: Names skmip 0.1's ``skmip.sensitivity`` exported that live elsewhere now (a re-export here
-#: would close an import cycle: both modules build on this package's polish and rounds).
-_MOVED_NAMES = {
+# Names skmip 0.1's ``skmip.sensitivity`` exported that live elsewhere now (a re-export here
+# would close an import cycle: both modules build on this package's polish and rounds).
+__getattr__ = moved_names("skmip.calibration.swap", {
     "estimate_noise_factor": "skmip.calibration.spread.noise_factor",
     "design_noise_factor": "skmip.calibration.noise_shape",
     "design_target_shares": "skmip.calibration.noise_shape",
-}
-
-
-def __getattr__(name):
-    if name in _MOVED_NAMES:
-        import importlib
-        import warnings
-
-        warnings.warn(
-            f"{name} moved to {_MOVED_NAMES[name]} in skmip 0.2; import it from there "
-            "(the old path goes in 0.3).",
-            FutureWarning,
-            stacklevel=2,
-        )
-        return getattr(importlib.import_module(_MOVED_NAMES[name]), name)
-    raise AttributeError(f"module 'skmip.calibration.swap' has no attribute {name!r}")
+})
