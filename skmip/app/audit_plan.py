@@ -31,10 +31,12 @@ from __future__ import annotations
 import ast
 import importlib.util
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from skmip.utils.estimator_expr import EstimatorCall, ExpressionError, build, describe, parse_estimator
+from skmip.utils.trust import TRUST_WARNING, UntrustedError, load_pickle, refuse_io_parameters
 
 __all__ = [
     "ALIASES",
@@ -207,7 +209,8 @@ def estimator_from_name(text: str, params: dict | None = None) -> EstimatorSpec:
             def make(d, k, base=base):
                 return _set_params("--param", text, base(d, k), params)
 
-            _set_params("--param", text, base(4, 2), params)  # fail now, not mid-run
+            probe = _set_params("--param", text, base(4, 2), params)  # fail now, not mid-run
+            _refuse_io("--param", text, probe)
             spec = EstimatorSpec(spec.name, make, spec.kind)
         return spec
     try:
@@ -219,6 +222,7 @@ def estimator_from_name(text: str, params: dict | None = None) -> EstimatorSpec:
     except (TypeError, ValueError) as exc:  # the estimator's own constructor refused a value
         raise PlanError(f"--estimator {text}: {exc}.") from None
     _check_classifier("--estimator", text, _set_params("--param", text, probe, params))
+    _refuse_io("--estimator", text, probe)
     name = describe(EstimatorCall(call.cls, call.path, {**call.kwargs, **params}))
 
     def make(d, k):
@@ -243,30 +247,50 @@ def _set_params(option, value, est, params):
         raise PlanError(f"{option} for {value}: {exc}") from None
 
 
+def _refuse_io(option, value, est):
+    try:
+        refuse_io_parameters(est, f"{option} {value}")
+    except UntrustedError as exc:
+        raise PlanError(str(exc)) from None
+
+
 def estimator_from_file(path: str) -> EstimatorSpec:
     """A pickled (``pickle`` or ``joblib.dump``) unfitted classifier or Pipeline.
 
-    Unpickling runs code stored in the file: load only files you trust. A fitted estimator
-    is accepted, but only its parameters are used: every model of the audit is a fresh clone.
+    Unpickling runs code stored in the file: load only files you trust. The command says so on
+    standard error as it loads the file, and unpickles with every global the file names checked
+    first (:func:`skmip.utils.trust.load_pickle`: classes of installed packages and array
+    reconstructors only). A fitted estimator is accepted, but only its parameters are used:
+    every model of the audit is a fresh clone.
 
     Raises
     ------
     PlanError
-        If the file is missing, not a pickle, or not a classifier with ``predict_proba``.
+        If the file is missing, not a pickle, names a refused global, holds a class rather than
+        an estimator, is not a classifier with ``predict_proba``, or has a parameter that
+        reaches the file system (``memory=...``).
     """
-    import joblib
     from sklearn.base import clone
 
     if not os.path.exists(path):
         raise PlanError(f"--estimator-file: no such file: {path}")
+    print(TRUST_WARNING.format(path=path), file=sys.stderr)
     try:
-        est = joblib.load(path)
+        est = load_pickle(path)
+    except UntrustedError as exc:
+        raise PlanError(f"--estimator-file {exc}") from None
     except Exception as exc:  # noqa: BLE001 - any unpickling failure is the user's file
         raise PlanError(
             f"--estimator-file {path}: cannot unpickle it ({type(exc).__name__}: {exc}). Save the "
             "estimator with pickle.dump or joblib.dump in an environment with the same packages."
         ) from None
+    if isinstance(est, type):
+        raise PlanError(
+            f"--estimator-file {path}: the file holds the class {est.__name__}, not an estimator; "
+            f"pickle an instance, e.g. joblib.dump({est.__name__}(), {os.path.basename(path)!r})."
+        )
     _check_classifier("--estimator-file", path, est)
+    _refuse_io("--estimator-file", path, est)
     try:
         template = clone(est)
     except Exception as exc:  # noqa: BLE001

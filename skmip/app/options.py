@@ -67,14 +67,18 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
                         "'sklearn.ensemble.HistGradientBoostingClassifier(max_iter=200)'. "
                         "The text is parsed, never evaluated: only subclasses of "
                         "sklearn.base.BaseEstimator are constructed (checked on the class before "
-                        "any call), with literal arguments or nested estimator calls. "
-                        "Default: mlp and logreg with the defenses that fix them.")
+                        "any call), with literal arguments or nested estimator calls, and "
+                        "imported only from installed packages (never from a file in the working "
+                        "directory); a parameter that names a path, a cache or a file (Pipeline "
+                        "memory=...) is refused. Default: mlp and logreg with the defenses that fix them.")
     p.add_argument("--param", action="append", metavar="NAME=VALUE",
                    help="parameter of every --estimator (a Python literal; other text is a string), "
                         "e.g. --param max_iter=200. Repeat for several.")
     p.add_argument("--estimator-file", action="append", metavar="MODEL.pkl",
                    help="a pickled unfitted classifier or Pipeline (pickle.dump or joblib.dump) to "
-                        "audit. Unpickling runs code from the file: only use files you trust.")
+                        "audit. Unpickling runs code from the file: only use files you trust "
+                        "(only classes of installed packages and array reconstructors are "
+                        "unpickled, and the command says so as it loads the file).")
     p.add_argument("--defense", choices=DEFENSES, action="append",
                    help="defense(s) to audit; repeat for several: mip (MIPNoiseWrapper), "
                         "subsampled-dp (SubsampledDPClassifier), dp-sgd and gmip (noisy SGD of a "

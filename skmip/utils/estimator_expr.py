@@ -5,7 +5,8 @@ The text is parsed, never evaluated: every called name must resolve to a subclas
 argument is a Python literal (:func:`ast.literal_eval`) or another such estimator call, e.g.
 ``sklearn.ensemble.BaggingClassifier(estimator=sklearn.tree.DecisionTreeClassifier(max_depth=3))``.
 So ``"subprocess.Popen(args=['touch', 'x'])"`` is refused before ``Popen`` is called. Finding
-a class imports its module, as ``import`` does.
+a class imports its module, as ``import`` does, and only from an installed distribution
+(:func:`skmip.utils.trust.check_installed`): a file in the working directory is never imported.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import ast
 import copy
 import importlib
 from dataclasses import dataclass, field
+
+from skmip.utils.trust import UntrustedError, check_installed
 
 __all__ = ["ExpressionError", "EstimatorCall", "parse_estimator", "build", "describe"]
 
@@ -36,6 +39,10 @@ def _resolve(path: str, text: str) -> type:
     parts = path.split(".")
     for cut in range(len(parts) - 1, 0, -1):
         module_name = ".".join(parts[:cut])
+        try:
+            check_installed(module_name, text)  # before its import-time code can run
+        except UntrustedError as exc:
+            raise ExpressionError(str(exc)) from None
         try:
             obj = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
