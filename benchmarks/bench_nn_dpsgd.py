@@ -83,7 +83,8 @@ def main(argv=None):
             f"| DPNeuralNetClassifier (Opacus, Poisson, sigma=1, C=1) | {best['private']:.3f} | "
             f"{best['private'] / best['plain']:.1f}x |",
             "",
-            f"epsilon spent after {args.epochs} epochs (RDP, delta = 1/(10n)): {eps:.2f}",
+            f"epsilon spent after {args.epochs} epochs ({fitted.accountant.upper()} accountant, "
+            f"delta = 1/(10n)): {eps:.2f}",
         ]
     )
     print(text)
