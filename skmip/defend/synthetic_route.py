@@ -36,10 +36,11 @@ def has_parameter_adapter(estimator, params) -> bool:
     return True
 
 
-def fit_synthetic(wrapper, X, y, fit_params, owner):
+def fit_synthetic(wrapper, route, X, y, fit_params, owner):
     """Fitted attributes of ``wrapper`` by the synthetic route.
 
-    Fits the synthesizer (the wrapper's ``synthesizer`` or a default
+    Fits the synthesizer (``route.synthesizer``, a
+    :class:`~skmip.calibration.routes.SyntheticRoute`'s, or a default
     :class:`~skmip.release.tabular.MIPTabularSynthesizer`) on ``(X, y)`` with the wrapper's eta,
     train size and randomness, draws as many records as ``X`` has rows, and fits a clone of
     the estimator on them. Nothing is assigned here: the caller does, once all succeeded.
@@ -51,7 +52,7 @@ def fit_synthetic(wrapper, X, y, fit_params, owner):
             f"{owner}: method_='synthetic' trains on synthetic records, to which fit parameters "
             f"about the real rows ({sorted(fit_params)}) do not apply; fit without them."
         )
-    template = wrapper.synthesizer if wrapper.synthesizer is not None else MIPTabularSynthesizer()
+    template = route.synthesizer if route.synthesizer is not None else MIPTabularSynthesizer()
     if not isinstance(template, MIPTabularSynthesizer):
         raise TypeError(
             f"{owner}: synthesizer must be None or an unfitted MIPTabularSynthesizer (its bins, "
