@@ -26,17 +26,16 @@ __all__ = ["CalibrationRoute", "Cost", "MAX_SECONDS", "MAX_BYTES", "VACUOUS_MESS
 VACUOUS_MESSAGE = "so it bounds nothing"
 
 #: A fit projected to run longer than this is refused before any work (issue 31, item 8): one
-#: day of one core. The projection is rough (a factor of a few either way), so the limit only
-#: stops what cannot finish, never a run that is merely long (the full adult split by coupling
-#: is projected at about an hour).
+#: day of one core. The projection is rough and optimistic (the full adult split by coupling is
+#: projected at 872 s and measured at 2,000-5,300 s of CPU; docs/design.md, "Refusals,
+#: measured"), so the limit stops only what cannot finish, never a run that is merely long.
 MAX_SECONDS = 86_400.0
 
 #: A fit projected to hold more than this in one array is refused before any work: 16 GiB.
 MAX_BYTES = 16 * 2**30
 
 #: Floating-point operations per second of one core that the projections assume (numpy on a
-#: laptop core reaches 1-10 GFLOP/s on the dense kernels the fits run; the low end is taken so
-#: that a projection errs towards running long, not towards refusing).
+#: laptop core reaches 1-10 GFLOP/s on the dense kernels the fits run; the low end is taken).
 FLOPS = 1e9
 
 #: Seconds of Python overhead per fit of a small model (warm-started Newton steps through
