@@ -26,7 +26,7 @@ from skmip.calibration.routes import check_n_subsets, resolve_route
 from skmip.utils.deprecation import DEPRECATED, is_unset, renamed_parameter
 from skmip.utils.validation import check_interval, check_n_jobs
 
-__all__ = ["SHARED", "MOVED", "validate_shared", "forward_moved", "fill_parameters", "DEPRECATED"]
+__all__ = ["SHARED", "MOVED", "MovedKnobsMixin", "validate_shared", "forward_moved", "fill_parameters", "DEPRECATED"]
 
 
 @dataclass(frozen=True)
@@ -154,6 +154,31 @@ MOVED = tuple(
 ) + (Parameter("n_splits", DEPRECATED, "moved", "int", _N_SPLITS_DOC),)
 
 _BY_NAME = {p.name: p for p in SHARED + MOVED}
+
+
+#: The 0.2 defaults of the knobs that moved into the routes (a 0.2 pickle holds these).
+_MOVED_DEFAULTS_0_2 = {"synthesizer": None, "confidence": 0.95, "n_rounds": 400, "noise_shape": "auto",
+                       "moment": 2, "n_subsets": 128, "radius": "gamma", "sigma_from": "dataset"}
+
+
+class MovedKnobsMixin:
+    """Unpickles a wrapper saved by skmip 0.2 with the knobs it never set left unset.
+
+    A 0.2 pickle holds every moved knob at a value; those at the 0.2 default were not set by
+    its author, and must not warn at ``fit``: they become ``"deprecated"``. Only a pickle whose
+    ``method`` is a string can be from 0.2 (route objects came with the move). Runs after
+    :class:`~skmip.utils.deprecation.RenamedParametersMixin` (list it first), so a 0.1 pickle's
+    ``n_splits`` is ``n_subsets`` already.
+    """
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        if not isinstance(self.__dict__.get("method", "auto"), str):
+            return
+        for name, default in _MOVED_DEFAULTS_0_2.items():
+            value = self.__dict__.get(name, DEPRECATED)
+            if value is default or (type(value) is type(default) and value == default):
+                self.__dict__[name] = DEPRECATED
 
 
 def validate_shared(obj, owner, accepted=None, stacklevel=4):

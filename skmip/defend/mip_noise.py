@@ -25,7 +25,7 @@ from skmip.defend._delegate import ReleasedModelMixin
 from skmip.defend.preprocessing import preprocessing_route
 from skmip.calibration.routes import check_cost, warn_if_vacuous
 from skmip.defend.synthetic_route import SYNTHETIC, fit_synthetic
-from skmip.defend._parameters import DEPRECATED, fill_parameters, validate_shared
+from skmip.defend._parameters import DEPRECATED, MovedKnobsMixin, fill_parameters, validate_shared
 from skmip.defend._input import _validate_arrays, check_classes, validate_input
 from skmip.defend._calibrate import (
     TrainingSet,
@@ -41,7 +41,7 @@ __all__ = ["MIPNoiseWrapper", "mip_noise_path"]
 _OWNER = "MIPNoiseWrapper"
 
 
-class MIPNoiseWrapper(RenamedParametersMixin, MIPPromiseMixin, ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
+class MIPNoiseWrapper(MovedKnobsMixin, RenamedParametersMixin, MIPPromiseMixin, ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
     """Make any estimator with continuous fitted parameters eta-membership-inference private.
 
     ``fit`` draws a random training subset ``D_train`` of the data ``D`` it is given,
@@ -257,10 +257,6 @@ class MIPNoiseWrapper(RenamedParametersMixin, MIPPromiseMixin, ReleasedModelMixi
         self.sigma_from = sigma_from
         self.n_splits = n_splits
 
-    def __setstate__(self, state):
-        super().__setstate__(state)  # a 0.1 pickle's n_splits becomes n_subsets first
-        _unset_moved_defaults(self.__dict__)
-
     # ------------------------------------------------------------------ validation
     def _validate_hyperparameters(self):
         """Check every parameter; return the calibration route ``method`` resolves to."""
@@ -308,26 +304,6 @@ class MIPNoiseWrapper(RenamedParametersMixin, MIPPromiseMixin, ReleasedModelMixi
 
 
 MIPNoiseWrapper.__doc__ = fill_parameters(MIPNoiseWrapper.__doc__)
-
-#: The 0.2 defaults of the knobs that moved into the routes (a 0.2 pickle holds these).
-_MOVED_DEFAULTS_0_2 = {"synthesizer": None, "confidence": 0.95, "n_rounds": 400, "noise_shape": "auto",
-                       "moment": 2, "n_subsets": 128, "radius": "gamma", "sigma_from": "dataset"}
-
-
-def _unset_moved_defaults(state):
-    """Set to ``"deprecated"``, in place, each moved knob of ``state`` at its 0.2 default.
-
-    A 0.2 pickle holds every moved knob at a value; those at the 0.2 default were not set by
-    its author, and must not warn at ``fit``. Only a pickle whose ``method`` is a string can be
-    from 0.2 (route objects came with the move).
-    """
-    if not isinstance(state.get("method", "auto"), str):
-        return
-    for name, default in _MOVED_DEFAULTS_0_2.items():
-        value = state.get(name, DEPRECATED)
-        if value is default or (type(value) is type(default) and value == default):
-            state[name] = DEPRECATED
-
 
 @contextlib.contextmanager
 def _explain_missing_class(wrapper):

@@ -35,8 +35,8 @@ from skmip.defend._delegate import ReleasedModelMixin, _released_has
 from skmip.defend._input import check_classes, validate_input
 from skmip.calibration.routes import warn_if_vacuous
 from skmip.calibration.routes.base import VACUOUS_MESSAGE
-from skmip.defend._parameters import DEPRECATED, SHARED, fill_parameters, validate_shared
-from skmip.defend.mip_noise import MIPNoiseWrapper, _unset_moved_defaults, mip_noise_path
+from skmip.defend._parameters import DEPRECATED, SHARED, MovedKnobsMixin, fill_parameters, validate_shared
+from skmip.defend.mip_noise import MIPNoiseWrapper, mip_noise_path
 
 __all__ = ["MIPNoiseWrapperCV"]
 
@@ -56,7 +56,7 @@ def _can_score(search):
     return search.refit and (search.scoring is not None or _released_has("score")(search))
 
 
-class MIPNoiseWrapperCV(RenamedParametersMixin, MIPPromiseMixin, ReleasedModelMixin, MetaEstimatorMixin,
+class MIPNoiseWrapperCV(MovedKnobsMixin, RenamedParametersMixin, MIPPromiseMixin, ReleasedModelMixin, MetaEstimatorMixin,
                         BaseEstimator):
     """:class:`MIPNoiseWrapper` with eta chosen by cross-validation on the privacy-utility frontier.
 
@@ -246,10 +246,6 @@ class MIPNoiseWrapperCV(RenamedParametersMixin, MIPPromiseMixin, ReleasedModelMi
         self.radius = radius
         self.sigma_from = sigma_from
         self.n_splits = n_splits
-
-    def __setstate__(self, state):
-        super().__setstate__(state)  # a 0.1 pickle's n_splits becomes n_subsets first
-        _unset_moved_defaults(self.__dict__)
 
     # ------------------------------------------------------------------ validation
     def _validated_etas(self):

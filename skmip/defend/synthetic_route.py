@@ -19,21 +19,10 @@ from sklearn.base import clone, is_classifier
 from skmip.utils.rng import draw_seed, fix_inner_random_state, resolve_rng, spawn_generators
 from skmip.exceptions import PrivacyWarning, check_privacy_seed
 
-__all__ = ["SYNTHETIC", "has_parameter_adapter", "fit_synthetic"]
+__all__ = ["SYNTHETIC", "fit_synthetic"]
 
 #: The ``method_`` of this route.
 SYNTHETIC = "synthetic"
-
-
-def has_parameter_adapter(estimator, params) -> bool:
-    """Whether a parameter adapter reads ``estimator`` (so that noise can be added to it)."""
-    from skmip.params import get_adapter
-
-    try:
-        get_adapter(estimator, params)
-    except TypeError:
-        return False
-    return True
 
 
 def fit_synthetic(wrapper, route, X, y, fit_params, owner):

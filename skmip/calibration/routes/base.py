@@ -78,7 +78,16 @@ class CalibrationRoute(BaseEstimator):
         return self
 
     def applies(self, estimator, params):
-        """``None`` when the route can release ``estimator`` with ``params``, else the reason."""
+        """``None`` when the route can release ``estimator`` with ``params``, else the reason.
+
+        The noise routes' rule: a parameter adapter reads the estimator (:mod:`skmip.params`).
+        """
+        from skmip.params import get_adapter
+
+        try:
+            get_adapter(estimator, params)
+        except TypeError as err:
+            return f"no parameter adapter reads it ({err})"
         return None
 
     def cost(self, n_samples, n_features, n_train, estimator):

@@ -121,17 +121,6 @@ class CouplingRoute(CalibrationRoute):
         check_option(owner, "sigma_from", self.sigma_from, SIGMA_FROM)
         return self
 
-    def applies(self, estimator, params):
-        """``None`` when a parameter adapter reads ``estimator`` (swap distances by refits at
-        worst), else the reason."""
-        from skmip.params import get_adapter
-
-        try:
-            get_adapter(estimator, params)
-        except TypeError as err:
-            return f"no parameter adapter reads it ({err})"
-        return None
-
     def resolve_shape(self, owner, smooth):
         """The noise shape: ``"auto"`` is the design where a smooth loss is registered
         (``smooth``), else the covariance over subsets."""

@@ -81,16 +81,6 @@ class MomentsRoute(CalibrationRoute):
         check_option(owner, "sigma_from", self.sigma_from, SIGMA_FROM)
         return self
 
-    def applies(self, estimator, params):
-        """``None`` when a parameter adapter reads ``estimator``, else the reason."""
-        from skmip.params import get_adapter
-
-        try:
-            get_adapter(estimator, params)
-        except TypeError as err:
-            return f"no parameter adapter reads it ({err})"
-        return None
-
     def cost(self, n_samples, n_features, n_train, estimator):
         """Rough seconds and bytes: ``n_subsets`` fits of ``k`` rows; the subsets' parameters."""
         d = n_features + 1

@@ -48,6 +48,10 @@ class SyntheticRoute(CalibrationRoute):
     def __init__(self, synthesizer=None):
         self.synthesizer = synthesizer
 
+    def applies(self, estimator, params):
+        """``None``: any estimator trains on synthetic records."""
+        return None
+
     def cost(self, n_samples, n_features, n_train, estimator):
         """Rough seconds: the synthesizer's marginal tables, linear in the cells of D."""
         return Cost(1e-6 * n_samples * max(n_features, 1), "the size of D")
