@@ -3,8 +3,8 @@
 The numbers below were printed by main d67f012 (before the routes were objects) with the
 script in docs/design.md ("Calibration routes"), on the project's Linux x86-64 venv: the noise
 scale and bound printed, and a hash of the released coefficients (the noise drawn). Every way of
-asking for a route -- a route object, its name with the 0.2 wrapper knobs (deprecated), and
-``mip_noise_path`` -- must reproduce them bit for bit.
+asking for a route -- a route object, its name with the 0.2 wrapper knobs (deprecated),
+``mip_noise_path`` and ``MIPNoiseWrapperCV`` -- must reproduce them bit for bit.
 """
 
 import hashlib
@@ -85,3 +85,17 @@ def test_the_path_releases_what_main_released(cancer):
                               method=CouplingRoute(n_rounds=60), random_state=3)
     for wrapper, eta, p in zip(path, [0.2, 0.3], printed):
         _check(wrapper, eta, p)
+
+
+def test_the_search_releases_what_main_released(cancer):
+    """MIPNoiseWrapperCV resolves the route once and passes it to every fold's path and the refit."""
+    from skmip import MIPNoiseWrapperCV
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cv = MIPNoiseWrapperCV(LogisticRegression(C=0.1), etas=[0.2, 0.3], cv=2, random_state=0,
+                               method=CouplingRoute(n_rounds=60)).fit(*cancer)
+    assert cv.scores_.tolist() == [[0.9333333333333333, 0.9157894736842105],
+                                   [0.926056338028169, 0.9577464788732394]]
+    assert cv.eta_ == 0.2 and cv.best_estimator_.noise_scale_ == 0.42502658842963087
+    assert float(cv.estimator_.coef_[0, 0]) == -0.40434812197391934
