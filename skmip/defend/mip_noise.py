@@ -23,7 +23,7 @@ from skmip.params import get_adapter
 from skmip.promise import MIPPromiseMixin
 from skmip.defend._delegate import ReleasedModelMixin
 from skmip.defend.preprocessing import preprocessing_route
-from skmip.calibration.routes import check_cost, warn_if_vacuous
+from skmip.calibration.routes import check_cost, n_train_of, warn_if_vacuous
 from skmip.defend.synthetic_route import SYNTHETIC, fit_synthetic
 from skmip.defend._parameters import DEPRECATED, MovedKnobsMixin, fill_parameters, validate_shared
 from skmip.defend._input import _validate_arrays, check_classes, validate_input
@@ -365,7 +365,7 @@ def _draw_training_set(wrapper, route, X, y, fit_params, etas):
     """
     X, y, probe = validate_input(wrapper, X, y, fit_params)
     n = n_rows(X)
-    n_train = n if wrapper.train_size == 1.0 else int(round(wrapper.train_size * n))
+    n_train = n_train_of(wrapper.train_size, n)
     min_rows = 4
     if n_train < min_rows:
         raise ValueError(

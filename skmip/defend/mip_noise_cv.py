@@ -33,7 +33,7 @@ from skmip.exceptions import (
 from skmip.promise import MIPPromiseMixin
 from skmip.defend._delegate import ReleasedModelMixin, _released_has
 from skmip.defend._input import check_classes, validate_input
-from skmip.calibration.routes import warn_if_vacuous
+from skmip.calibration.routes import n_train_of, warn_if_vacuous
 from skmip.calibration.routes.base import VACUOUS_MESSAGE
 from skmip.defend._parameters import DEPRECATED, SHARED, MovedKnobsMixin, fill_parameters, validate_shared
 from skmip.defend.mip_noise import MIPNoiseWrapper, mip_noise_path
@@ -336,7 +336,7 @@ class MIPNoiseWrapperCV(MovedKnobsMixin, RenamedParametersMixin, MIPPromiseMixin
         check_classes(self, y)
         n = X.shape[0]
         # Said once here for the refit on all rows (each fold's wrapper is silenced).
-        warn_if_vacuous(_OWNER, float(etas[-1]), n if self.train_size == 1.0 else int(round(self.train_size * n)), n)
+        warn_if_vacuous(_OWNER, float(etas[-1]), n_train_of(self.train_size, n), n)
         check_cv_folds(_OWNER, self.cv, y, n, is_classifier(self.estimator))
         cv = check_cv(self.cv, y, classifier=is_classifier(self.estimator))
         scorer = check_scoring(template, scoring=self.scoring)

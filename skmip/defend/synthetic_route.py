@@ -17,6 +17,8 @@ import numpy as np
 from sklearn.base import clone, is_classifier
 
 from skmip.utils.rng import draw_seed, fix_inner_random_state, resolve_rng, spawn_generators
+from skmip.calibration.routes import warn_if_vacuous
+from skmip.utils.rows import n_rows
 from skmip.exceptions import PrivacyWarning, check_privacy_seed
 
 __all__ = ["SYNTHETIC", "fit_synthetic"]
@@ -66,6 +68,7 @@ def fit_synthetic(wrapper, route, X, y, fit_params, owner):
         # Said once above, under the wrapper's name.
         warnings.filterwarnings("ignore", message=r".*fixes the privacy noise", category=PrivacyWarning)
         synth.fit(X, y)
+    warn_if_vacuous(owner, wrapper.eta, synth.n_train_, n_rows(X), stacklevel=4)
     synth.random_state = None  # the generator is not part of the release
     X_syn, y_syn = _draw(synth, len(X), np.unique(y) if classifier else None, sample_rng)
     estimator = fix_inner_random_state(clone(wrapper.estimator), inner_seed)

@@ -160,3 +160,11 @@ def test_the_search_warns_once_about_a_vacuous_promise(cancer):
         MIPNoiseWrapperCV(LogisticRegression(C=0.1), etas=[0.3], cv=2, train_size=0.9,
                           method=MomentsRoute(n_subsets=4), random_state=0).fit(X, y)
     assert sum("bounds nothing" in str(r.message) for r in record) == 1
+
+
+def test_the_synthetic_route_warns_about_a_vacuous_promise_too(cancer):
+    from sklearn.tree import DecisionTreeClassifier
+
+    X, y = cancer
+    with pytest.warns(PrivacyWarning, match="so it bounds nothing"):
+        MIPNoiseWrapper(DecisionTreeClassifier(max_depth=2), eta=0.3, train_size=0.9, random_state=0).fit(X[:, :4], y)

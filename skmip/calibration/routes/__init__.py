@@ -10,7 +10,7 @@ grid search as ``method__n_rounds``). :func:`resolve_route` resolves ``method`` 
 :func:`register_route` adds a route. docs/design.md, "Calibration routes".
 """
 
-from skmip.calibration.routes.base import CalibrationRoute, Cost, check_cost, warn_if_vacuous
+from skmip.calibration.routes.base import CalibrationRoute, Cost, check_cost, n_train_of, warn_if_vacuous
 from skmip.calibration.routes.moments import check_n_subsets
 from skmip.calibration.routes.coupling import CouplingRoute
 from skmip.calibration.routes.moments import MomentsRoute
@@ -21,5 +21,6 @@ from skmip.calibration.routes.synthetic import SyntheticRoute
 
 __all__ = [
     "CalibrationRoute", "Cost", "CouplingRoute", "MomentsRoute", "SyntheticRoute", "ROUTES",
-    "auto_route", "build_route", "calibrated_estimator", "check_cost", "check_n_subsets", "register_route", "resolve_route", "warn_if_vacuous",
+    "auto_route", "build_route", "calibrated_estimator", "check_cost", "check_n_subsets", "register_route",
+    "resolve_route", "n_train_of", "warn_if_vacuous",
 ]

@@ -20,7 +20,7 @@ from sklearn.base import BaseEstimator
 from skmip.exceptions import PrivacyWarning
 
 __all__ = ["CalibrationRoute", "Cost", "MAX_SECONDS", "MAX_BYTES", "VACUOUS_MESSAGE", "check_cost",
-           "warn_if_vacuous"]
+           "n_train_of", "warn_if_vacuous"]
 
 #: The words that end the warning of a vacuous promise (a search filters its folds' copies).
 VACUOUS_MESSAGE = "so it bounds nothing"
@@ -125,6 +125,12 @@ def check_cost(owner, route, n_samples, n_features, n_train, estimator):
             "another route (docs/design.md, \"Calibration routes\")."
         )
     return cost
+
+
+def n_train_of(train_size, n_samples):
+    """``k``, the rows of D_train: ``round(train_size * n)``, or all ``n`` with ``train_size=1.0``
+    (the data given already is the random training subset)."""
+    return n_samples if train_size == 1.0 else int(round(train_size * n_samples))
 
 
 def warn_if_vacuous(owner, eta, n_train, n_samples, stacklevel=3):
