@@ -17,12 +17,13 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.preprocessing import StandardScaler
 
 from skmip import MIPNoiseWrapper, PrivacyUtilityDisplay, PrivacyWarning, make_mi_scorer
+from skmip.calibration.routes import MomentsRoute
 
 X, y = load_breast_cancer(return_X_y=True)
 X = StandardScaler().fit_transform(X)
 # Corollary 10 ("moments") noise is large on 380 rows; method="coupling" needs far less
 # (see plot_mip_wrapper.py) but costs more fits than a gallery example should.
-wrapper = MIPNoiseWrapper(LogisticRegression(C=0.1), method="moments", n_subsets=16)
+wrapper = MIPNoiseWrapper(LogisticRegression(C=0.1), method=MomentsRoute(n_subsets=16))
 scoring = {"accuracy": "accuracy", "mi": make_mi_scorer(attack="lira", n_models=4, random_state=0)}
 search = GridSearchCV(wrapper, {"eta": [0.05, 0.2, 0.45]}, scoring=scoring, refit="accuracy", cv=3)
 with warnings.catch_warnings():

@@ -18,13 +18,14 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 
 from skmip import MIAttackDisplay, MIAttackScorer, MIPNoiseWrapper, PrivacyWarning
+from skmip.calibration.routes import CouplingRoute
 
 X, y = load_breast_cancer(return_X_y=True)
 X, y = StandardScaler().fit_transform(X)[:150], y[:150]  # small pool: fast
 # train_size=1.0: the game itself draws D_train, so each game model is one run of the
 # Definition 1 experiment and the check against 2 eta is exact.
-protected = MIPNoiseWrapper(LogisticRegression(C=0.1), eta=0.3, method="coupling",
-                            n_rounds=80, train_size=1.0, random_state=0)
+protected = MIPNoiseWrapper(LogisticRegression(C=0.1), eta=0.3, method=CouplingRoute(n_rounds=80),
+                            train_size=1.0, random_state=0)
 fig, ax = plt.subplots()
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", PrivacyWarning)  # fixed seeds: fine for a demo only

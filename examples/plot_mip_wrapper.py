@@ -12,6 +12,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from skmip import MIPNoiseWrapper, PrivacyWarning
+from skmip.calibration.routes import CouplingRoute, MomentsRoute
 
 X, y = load_breast_cancer(return_X_y=True)
 X_tr, X_te, y_tr, y_te = train_test_split(X, y, random_state=0, stratify=y)
@@ -21,12 +22,12 @@ X_tr, X_te = scaler.transform(X_tr), scaler.transform(X_te)
 learner = LogisticRegression(C=0.1)
 print(f"{'model':<22} {'promise':>12} {'test accuracy':>14}")
 print(f"{'non-private':<22} {'none':>12} {learner.fit(X_tr, y_tr).score(X_te, y_te):>14.3f}")
-for method, extra in [("coupling", {"n_rounds": 150}), ("moments", {"n_subsets": 32})]:
+for method in [CouplingRoute(n_rounds=150), MomentsRoute(n_subsets=32)]:
     # A fixed seed makes this example reproducible; never fix it for a real release.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
-        wrapper = MIPNoiseWrapper(learner, eta=0.1, method=method, random_state=0, **extra)
+        wrapper = MIPNoiseWrapper(learner, eta=0.1, method=method, random_state=0)
         wrapper.fit(X_tr, y_tr)
     promise = f"eta={wrapper.mip_bound_:g}"
-    print(f"{'MIP ' + method:<22} {promise:>12} {wrapper.score(X_te, y_te):>14.3f}")
+    print(f"{'MIP ' + wrapper.method_:<22} {promise:>12} {wrapper.score(X_te, y_te):>14.3f}")
 # Publish wrapper.estimator_ (noised parameters only), never the sigma_ statistics.

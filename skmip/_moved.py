@@ -78,7 +78,7 @@ MOVED = {
     "skmip.training_check": "skmip.audit.training_check",
     "skmip.wrappers": "skmip.defend",
     "skmip.wrappers._delegate": "skmip.defend._delegate",
-    "skmip.wrappers._noise": "skmip.defend._noise_method",
+    "skmip.wrappers._noise": "skmip.calibration.routes",
     "skmip.wrappers._preprocessing": "skmip.defend.preprocessing",
     "skmip.wrappers.mip_noise": "skmip.defend.mip_noise",
     "skmip.wrappers.mip_noise_cv": "skmip.defend.mip_noise_cv",

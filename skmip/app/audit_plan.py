@@ -455,6 +455,7 @@ def _plan_mip(spec, est, options, d, k, n_rows, rows, skipped):
     """One MIPNoiseWrapper row per ``options.eta`` appended to ``rows``, or the reason to ``skipped``."""
     from skmip import MIPNoiseWrapper
     from skmip.bounds import mip_tpr_bound
+    from skmip.calibration.routes import build_route
 
     reason = _mip_reason(est, options.mip_method)
     if reason:
@@ -462,10 +463,10 @@ def _plan_mip(spec, est, options, d, k, n_rows, rows, skipped):
         return
     for eta in options.eta:
         def make(eta=eta, s=spec):
-            return MIPNoiseWrapper(
-                s.make(d, k), eta=eta, n_subsets=options.n_subsets, method=options.mip_method,
-                n_rounds=options.n_rounds, random_state=None,
-            )
+            estimator = s.make(d, k)
+            route = build_route(options.mip_method, estimator, owner="MIPNoiseWrapper",
+                                n_subsets=options.n_subsets, n_rounds=options.n_rounds)
+            return MIPNoiseWrapper(estimator, eta=eta, method=route, random_state=None)
 
         def fitted(model, n=n_rows):
             # The promise of the model fitted for utility on the n pool rows, with

@@ -21,9 +21,10 @@ from sklearn.utils import _safe_indexing
 from skmip.exceptions import PrivacyWarning
 from skmip.utils.rows import fit_on_rows, n_rows, subset_fit_params
 from skmip.calibration.swap import get_smooth_loss
-from skmip.defend._noise_method import CouplingNoise, MomentsNoise, outlying_records, resolve_method
+from skmip.calibration.routes.coupling import CouplingNoise, outlying_records
+from skmip.calibration.routes.moments import MomentsNoise
 
-__all__ = ["TrainingSet", "Spread", "resolve_shape", "measure_spread", "noise_law", "fit_released_base", "release"]
+__all__ = ["TrainingSet", "Spread", "measure_spread", "noise_law", "fit_released_base", "release"]
 
 _OWNER = "MIPNoiseWrapper"
 
@@ -94,56 +95,31 @@ class Spread:
     fit_params: dict
 
 
-def resolve_shape(noise_shape, method, smooth):
-    """The coupling noise shape: ``"auto"`` is the design where a smooth loss is registered,
-    else the covariance over subsets; the moments calibration has its own (``sigma``)."""
-    if method != "coupling":
-        return "diagonal"
-    if noise_shape == "auto":
-        return "design" if smooth else "full"
-    if noise_shape == "design" and not smooth:
-        raise ValueError(
-            f"{_OWNER}: noise_shape='design' needs a smooth loss registered for the estimator "
-            "(skmip.calibration.swap.register_smooth_loss) to predict each record's influence; use "
-            "noise_shape='full' or 'auto'."
-        )
-    return noise_shape
-
-
-def measure_spread(wrapper, estimator, adapter, data, n_subsets):
-    """Resolve the route and measure the fit's spread: the shape of the noise.
+def measure_spread(wrapper, route, estimator, adapter, data):
+    """Measure the fit's spread for ``route`` (a coupling or moments route): the noise shape.
 
     The spread is measured over subsets of D of the training size (Theorem 9's law) or over
     halves of ``D_train`` (``sigma_from="train"``, Algorithm 1 as printed). Raises when no
     parameter varied, and warns for those that did not.
     """
-    if wrapper.sigma_from == "dataset" and data.train_rows is not None:
+    if route.sigma_from == "dataset" and data.train_rows is not None:
         X, y, size = data.X, data.y, data.n_train
     else:
         X, y, size = data.X_train, data.y_train, data.n_train // 2
     fit_params = data.fit_params if X is data.X else subset_fit_params(data.fit_params, data.train_rows, data.n)
-    method = resolve_method(wrapper.method, estimator, wrapper.params)
-    if wrapper.method == "auto" and method == "moments":
-        warnings.warn(
-            f"{_OWNER}: method='auto' releases this {type(estimator).__name__} with Corollary "
-            "10's noise (method_='moments'), because the coupling calibration needs a smooth loss "
-            "registered for the estimator and params='auto'. That noise leaves near coin-flip "
-            "utility; docs/mip_noise.md ('Two calibrations, and the default') gives the measured "
-            "figures and better routes. Pass method='moments' to choose it knowingly and silence "
-            "this warning.",
-            PrivacyWarning, stacklevel=4,
-        )
+    method = route.name
     # The coupling engines analyse the exact minimiser of a registered smooth loss; the noise
     # shape is then measured on that same learner (its fits by warm-started Newton steps).
     smooth = method == "coupling" and get_smooth_loss(estimator) is not None
-    shape = resolve_shape(wrapper.noise_shape, method, smooth)
-    sigma, scale, shares = _spread(wrapper, estimator, adapter, shape, smooth, X, y, size, fit_params,
-                                   data.sigma_seed, n_subsets)
-    _check_sigma(estimator, sigma, size, n_subsets)
+    # The moments calibration has its own shape: sigma per coordinate.
+    shape = route.resolve_shape(_OWNER, smooth) if method == "coupling" else "diagonal"
+    sigma, scale, shares = _spread(wrapper, route, estimator, adapter, shape, smooth, X, y, size, fit_params,
+                                   data.sigma_seed)
+    _check_sigma(estimator, sigma, size, route.n_subsets)
     return Spread(method, shape, smooth, sigma, scale, shares, X, y, size, fit_params)
 
 
-def _spread(wrapper, estimator, adapter, shape, smooth, X, y, size, fit_params, seed, n_subsets):
+def _spread(wrapper, route, estimator, adapter, shape, smooth, X, y, size, fit_params, seed):
     """``(sigma, scale, shares)`` for the resolved noise shape."""
     shares = None  # the confidence statement's alpha, spent evenly over the records
     if shape == "design":
@@ -157,6 +133,7 @@ def _spread(wrapper, estimator, adapter, shape, smooth, X, y, size, fit_params, 
             fit_params=fit_params, return_shares=True,
         )
         return np.sqrt(np.sum(scale**2, axis=1)), scale, shares
+    n_subsets = route.n_subsets
     log(wrapper, f"measuring the spread over {n_subsets} subsets of {size} rows")
     if shape == "full":
         from skmip.calibration.spread.noise_factor import estimate_noise_factor
@@ -170,7 +147,7 @@ def _spread(wrapper, estimator, adapter, shape, smooth, X, y, size, fit_params, 
     from skmip.calibration.spread.moments import estimate_sigma
 
     sigma = estimate_sigma(
-        estimator, X, y, n_subsets=n_subsets, moment=wrapper.moment, params=adapter,
+        estimator, X, y, n_subsets=n_subsets, moment=route.moment, params=adapter,
         train_size=size, random_state=seed, n_jobs=wrapper.n_jobs,
         verbose=max(0, wrapper.verbose - 1), fit_params=fit_params,
     )
@@ -196,7 +173,7 @@ def _check_sigma(estimator, sigma, size, n_subsets):
         )
 
 
-def noise_law(wrapper, estimator, adapter, data, spread, etas):
+def noise_law(wrapper, route, estimator, adapter, data, spread, etas):
     """``(law, polish, certified)``: the strategy that draws the noise for each eta.
 
     The coupling calibration estimates the swap distances on the same data and subset size as
@@ -204,23 +181,23 @@ def noise_law(wrapper, estimator, adapter, data, spread, etas):
     halves of it. They are discarded once the law has its scales.
     """
     if spread.method != "coupling":
-        return MomentsNoise(wrapper, spread.sigma), False, False
+        return MomentsNoise(route, spread.sigma), False, False
     from skmip.calibration.swap import estimate_swap_deltas
 
-    log(wrapper, f"coupling calibration: {wrapper.n_rounds} rounds of swap distances")
+    log(wrapper, f"coupling calibration: {route.n_rounds} rounds of swap distances")
     deltas = estimate_swap_deltas(
-        estimator, spread.X, spread.y, scale=spread.scale, n_rounds=wrapper.n_rounds,
+        estimator, spread.X, spread.y, scale=spread.scale, n_rounds=route.n_rounds,
         train_size=spread.size, polish=True, params=adapter, random_state=data.coupling_seed,
         n_jobs=wrapper.n_jobs, verbose=wrapper.verbose, fit_params=spread.fit_params,
     )
-    _warn_about_deltas(wrapper, estimator, deltas)
-    law = CouplingNoise(wrapper, spread.scale, deltas, spread.shares, etas)
+    _warn_about_deltas(route, estimator, deltas)
+    law = CouplingNoise(route, spread.scale, deltas, spread.shares, etas)
     spread.shares = None  # per-row exposures of private rows: never kept
     return law, deltas.polished, deltas.certified
 
 
-def _warn_about_deltas(wrapper, estimator, deltas):
-    if wrapper.confidence is None and not deltas.exhaustive:
+def _warn_about_deltas(route, estimator, deltas):
+    if route.confidence is None and not deltas.exhaustive:
         warnings.warn(
             f"{_OWNER}: confidence=None calibrates the noise to a point estimate from "
             "random draws; the eta it states is then an estimate, not a guarantee.",

@@ -23,9 +23,9 @@ from skmip.params import get_adapter
 from skmip.promise import MIPPromiseMixin
 from skmip.defend._delegate import ReleasedModelMixin
 from skmip.defend.preprocessing import preprocessing_route
+from skmip.calibration.routes import check_cost, n_train_of, warn_if_vacuous
 from skmip.defend.synthetic_route import SYNTHETIC, fit_synthetic
-from skmip.defend._noise_method import METHODS, resolve_method
-from skmip.defend._parameters import DEPRECATED, fill_parameters, validate_shared, warn_ignored
+from skmip.defend._parameters import DEPRECATED, MovedKnobsMixin, fill_parameters, validate_shared
 from skmip.defend._input import _validate_arrays, check_classes, validate_input
 from skmip.defend._calibrate import (
     TrainingSet,
@@ -41,7 +41,7 @@ __all__ = ["MIPNoiseWrapper", "mip_noise_path"]
 _OWNER = "MIPNoiseWrapper"
 
 
-class MIPNoiseWrapper(RenamedParametersMixin, MIPPromiseMixin, ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
+class MIPNoiseWrapper(MovedKnobsMixin, RenamedParametersMixin, MIPPromiseMixin, ReleasedModelMixin, MetaEstimatorMixin, BaseEstimator):
     """Make any estimator with continuous fitted parameters eta-membership-inference private.
 
     ``fit`` draws a random training subset ``D_train`` of the data ``D`` it is given,
@@ -73,19 +73,14 @@ class MIPNoiseWrapper(RenamedParametersMixin, MIPPromiseMixin, ReleasedModelMixi
     ``ColumnTransformer``. Fit parameters name their step (``logisticregression__sample_weight``).
     See the docs page "Your pipeline, your estimator".
 
-    Parameters come in three groups, in this order; ``method_`` says which route ``fit`` took.
-    A knob that the chosen ``method`` never reads (``moment=4`` with ``method="coupling"``),
-    set away from its default, gets a ``UserWarning`` at ``fit``; with ``method="auto"``
-    knobs for either route may be set (docs/mip_noise.md, "Which parameters matter"):
-
-    * **common**: ``estimator``, ``eta``, ``method``, ``train_size``, ``params``,
-      ``random_state``, ``n_jobs``, ``verbose``, ``synthesizer`` -- the only ones most users set;
-    * **coupling calibration** (``method_="coupling"``): ``confidence``, ``n_rounds``,
-      ``noise_shape``;
-    * **moments calibration** (``method_="moments"``), the spread over random subsets:
-      ``moment``, ``n_subsets``, ``radius``, ``sigma_from`` (the coupling calibration reads
-      ``sigma_from``, ``n_subsets`` for its ``"full"`` and ``"diagonal"`` shapes and ``moment``
-      for the ``"diagonal"`` one).
+    The parameters are the common ones (``estimator``, ``eta``, ``method``, ``train_size``,
+    ``params``, ``random_state``, ``n_jobs``, ``verbose``); a route's own knobs are the
+    parameters of its object, passed as ``method``
+    (:class:`~skmip.calibration.routes.CouplingRoute`,
+    :class:`~skmip.calibration.routes.MomentsRoute`,
+    :class:`~skmip.calibration.routes.SyntheticRoute`), and ``method_`` says which route ``fit``
+    took. Their 0.2 spelling as parameters of the wrapper (``n_rounds=...``) still works until
+    0.3, with a ``FutureWarning`` (docs/design.md, "Calibration routes").
 
     Parameters
     ----------
@@ -103,12 +98,7 @@ class MIPNoiseWrapper(RenamedParametersMixin, MIPPromiseMixin, ReleasedModelMixi
     {{random_state}}
     {{n_jobs}}
     {{verbose}}
-    synthesizer : MIPTabularSynthesizer or None, default=None
-        ``method_ == "synthetic"``: an unfitted :class:`~skmip.release.tabular.MIPTabularSynthesizer`
-        whose ``n_bins``, ``bins`` and ``categories`` set the columns' domains (user-given
-        domains say nothing about D); its ``eta``, ``train_size`` and ``random_state`` are
-        replaced by the wrapper's. ``None``: its defaults (domains computed from D).
-
+    {{synthesizer}}
     {{confidence}}
     {{n_rounds}}
     {{noise_shape}}
@@ -220,7 +210,8 @@ class MIPNoiseWrapper(RenamedParametersMixin, MIPPromiseMixin, ReleasedModelMixi
     >>> from skmip import MIPNoiseWrapper
     >>> X, y = load_breast_cancer(return_X_y=True)
     >>> X = (X - X.mean(0)) / X.std(0)
-    >>> private = MIPNoiseWrapper(LogisticRegression(C=0.1), eta=0.3, n_rounds=100).fit(X, y)
+    >>> from skmip.calibration.routes import CouplingRoute
+    >>> private = MIPNoiseWrapper(LogisticRegression(C=0.1), eta=0.3, method=CouplingRoute(n_rounds=100)).fit(X, y)
     >>> private.method_, private.mip_bound_, bool(private.coupling_eta_upper_ <= 0.3)
     ('coupling', 0.3, True)
     """
@@ -238,14 +229,14 @@ class MIPNoiseWrapper(RenamedParametersMixin, MIPPromiseMixin, ReleasedModelMixi
         random_state=None,
         n_jobs: int | None = None,
         verbose: int = 0,
-        synthesizer=None,
-        confidence: float | None = 0.95,
-        n_rounds: int = 400,
-        noise_shape: str = "auto",
-        moment: float = 2,
-        n_subsets: int = 128,
-        radius: str = "gamma",
-        sigma_from: str = "dataset",
+        synthesizer=DEPRECATED,
+        confidence=DEPRECATED,
+        n_rounds=DEPRECATED,
+        noise_shape=DEPRECATED,
+        moment=DEPRECATED,
+        n_subsets=DEPRECATED,
+        radius=DEPRECATED,
+        sigma_from=DEPRECATED,
         n_splits=DEPRECATED,
     ):
         self.estimator = estimator
@@ -268,9 +259,9 @@ class MIPNoiseWrapper(RenamedParametersMixin, MIPPromiseMixin, ReleasedModelMixi
 
     # ------------------------------------------------------------------ validation
     def _validate_hyperparameters(self):
-        """Check every parameter; return the number of subsets (``n_splits`` if set)."""
+        """Check every parameter; return the calibration route ``method`` resolves to."""
         check_eta(_OWNER, self.eta)
-        return validate_shared(self, _OWNER, METHODS + (SYNTHETIC,))
+        return validate_shared(self, _OWNER)
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X: ArrayLike, y: ArrayLike | None = None, **fit_params):
@@ -298,13 +289,12 @@ class MIPNoiseWrapper(RenamedParametersMixin, MIPPromiseMixin, ReleasedModelMixi
         TypeError
             If no parameter adapter understands the estimator.
         """
-        n_subsets = self._validate_hyperparameters()
-        if resolve_method(self.method, self.estimator, self.params) == SYNTHETIC:
-            warn_ignored(_OWNER, self, SYNTHETIC, n_subsets=n_subsets, stacklevel=3)
-            fitted = fit_synthetic(self, X, y, fit_params, _OWNER)
+        route = self._validate_hyperparameters()
+        if route.name == SYNTHETIC:
+            fitted = fit_synthetic(self, route, X, y, fit_params, _OWNER)
         else:
             with single_threaded_blas(), _explain_missing_class(self):
-                (fitted,) = _fit_path(self, X, y, [self.eta], fit_params, n_subsets)
+                (fitted,) = _fit_path(self, route, X, y, [self.eta], fit_params)
         # Only now, with everything computed, replace any previous fitted state.
         for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
             delattr(self, name)
@@ -314,7 +304,6 @@ class MIPNoiseWrapper(RenamedParametersMixin, MIPPromiseMixin, ReleasedModelMixi
 
 
 MIPNoiseWrapper.__doc__ = fill_parameters(MIPNoiseWrapper.__doc__)
-
 
 @contextlib.contextmanager
 def _explain_missing_class(wrapper):
@@ -338,28 +327,27 @@ def _explain_missing_class(wrapper):
 
 
 
-def _fit_path(wrapper, X, y, etas, fit_params, n_subsets):
+def _fit_path(wrapper, route, X, y, etas, fit_params):
     """Fit once, noise once per eta: the shared body of ``fit`` and :func:`mip_noise_path`.
 
-    ``wrapper``'s parameters are validated already; ``n_subsets`` is the number of subsets
+    ``wrapper``'s parameters are validated already and ``route`` is the calibration route
     they resolve to. Returns a list of attribute dicts (one per eta) so that the caller
     assigns fitted state only after everything succeeded: nothing is left half-fitted.
     """
-    if wrapper.method == SYNTHETIC:
+    if route.name == SYNTHETIC:
         raise ValueError(
             f"{_OWNER}: method='synthetic' fits one model on synthetic records through "
             "MIPNoiseWrapper(...).fit; mip_noise_path noises parameters and does not take it."
         )
     for eta in etas:
         check_eta(_OWNER, eta)
-    data = _draw_training_set(wrapper, X, y, fit_params, len(etas))
+    data = _draw_training_set(wrapper, route, X, y, fit_params, etas)
     estimator = clone(wrapper.estimator if data.route is None else data.route.last)
     estimator = fix_inner_random_state(estimator, data.inner_seed)
     adapter = get_adapter(estimator, wrapper.params)
     classes = _classes_in_train(wrapper, data)
-    spread = measure_spread(wrapper, estimator, adapter, data, n_subsets)
-    warn_ignored(_OWNER, wrapper, spread.method, spread.shape, n_subsets)
-    law, polish, certified = noise_law(wrapper, estimator, adapter, data, spread, etas)
+    spread = measure_spread(wrapper, route, estimator, adapter, data)
+    law, polish, certified = noise_law(wrapper, route, estimator, adapter, data, spread, etas)
     log(wrapper, f"fitting the estimator on D_train ({data.n_train} rows)")
     base, theta = fit_released_base(estimator, adapter, data, spread, polish, certified)
     results = release(adapter, data, spread, law, base, theta, etas, classes)
@@ -368,15 +356,16 @@ def _fit_path(wrapper, X, y, etas, fit_params, n_subsets):
     return results
 
 
-def _draw_training_set(wrapper, X, y, fit_params, n_etas):
+def _draw_training_set(wrapper, route, X, y, fit_params, etas):
     """Validate the data, fit a pipeline's transformers on D, draw ``D_train`` and the seeds.
 
     The draws come in a fixed order from one root generator: the learner's seed, the rows of
-    ``D_train``, the calibration's two subset seeds, then one noise stream per eta.
+    ``D_train``, the calibration's two subset seeds, then one noise stream per eta. Before any
+    draw, a vacuous promise warns and a size the route cannot finish is refused.
     """
     X, y, probe = validate_input(wrapper, X, y, fit_params)
     n = n_rows(X)
-    n_train = n if wrapper.train_size == 1.0 else int(round(wrapper.train_size * n))
+    n_train = n_train_of(wrapper.train_size, n)
     min_rows = 4
     if n_train < min_rows:
         raise ValueError(
@@ -385,28 +374,31 @@ def _draw_training_set(wrapper, X, y, fit_params, n_etas):
             f"{min_rows} training rows. Pass more data or a larger train_size."
         )
     check_classes(wrapper, y)
+    warn_if_vacuous(_OWNER, max(etas), n_train, n, stacklevel=5)
 
     check_privacy_seed(_OWNER, wrapper.random_state)
     given_subset = wrapper.train_size == 1.0
-    route = preprocessing_route(wrapper.estimator, wrapper.method, wrapper.params)
+    pipeline = preprocessing_route(wrapper.estimator, route.name, wrapper.params)
     if given_subset:
         warn_no_promise_on_given_subset(
             _OWNER, "the noise scale and shape (sigma_, the swap distances, the designed or "
             "covariance shape, over halves of the data)"
-            + (" and the pipeline's transformers" if route is not None else ""),
+            + (" and the pipeline's transformers" if pipeline is not None else ""),
         )
     rng = resolve_rng(wrapper.random_state)
     inner_seed = draw_seed(rng)
     transformers = None
-    if route is not None:
+    if pipeline is not None:
         # A pipeline's transformers are fitted on all of D before D_train is drawn: functions
         # of D, outside the attacker's signal (skmip.defend.preprocessing). From here on the
         # last step is calibrated exactly as a bare estimator on the transformed rows.
-        pre_params, fit_params = route.split_fit_params(_OWNER, fit_params)
+        pre_params, fit_params = pipeline.split_fit_params(_OWNER, fit_params)
         log(wrapper, f"fitting the pipeline's transformers on all {n} rows of D")
         with input_errors(_OWNER):
-            transformers, Z = route.fit_transform(X, y, pre_params, inner_seed)
-        X, y, _ = _validate_arrays(_OWNER, route.last, copy.copy(wrapper), Z, y, fit_params)
+            transformers, Z = pipeline.fit_transform(X, y, pre_params, inner_seed)
+        X, y, _ = _validate_arrays(_OWNER, pipeline.last, copy.copy(wrapper), Z, y, fit_params)
+    n_features = X.shape[1] if len(getattr(X, "shape", ())) > 1 else 1
+    check_cost(_OWNER, route, n, n_features, n_train, wrapper.estimator if pipeline is None else pipeline.last)
     train_rows = np.sort(rng.choice(n, size=n_train, replace=False)) if n_train < n else None
     # The calibration's subset choices take learner-style seeds (per-round seeds keep
     # parallel runs reproducible; they pick row positions, never the noise). The noise
@@ -414,10 +406,10 @@ def _draw_training_set(wrapper, X, y, fit_params, n_etas):
     # seed of the noise can be enumerated and the noise subtracted).
     sigma_seed = draw_seed(rng)
     coupling_seed = draw_seed(rng)
-    noise_rngs = spawn_generators(rng, n_etas)
+    noise_rngs = spawn_generators(rng, len(etas))
     return TrainingSet(
         X=X, y=y, probe=probe, fit_params=fit_params, n_train=n_train, given_subset=given_subset,
-        route=route, transformers=transformers, inner_seed=inner_seed, train_rows=train_rows,
+        route=pipeline, transformers=transformers, inner_seed=inner_seed, train_rows=train_rows,
         sigma_seed=sigma_seed, coupling_seed=coupling_seed, noise_rngs=noise_rngs,
     )
 
@@ -454,7 +446,7 @@ def mip_noise_path(estimator, X, y=None, *, etas, fit_params=None, **wrapper_par
     fit_params : dict, default=None
         Passed to every ``fit`` of the estimator.
     **wrapper_params
-        Any other :class:`MIPNoiseWrapper` parameter (``moment``, ``n_subsets``,
+        Any other :class:`MIPNoiseWrapper` parameter (``method``, ``train_size``,
         ``random_state``, ...).
 
     Returns
@@ -472,8 +464,9 @@ def mip_noise_path(estimator, X, y=None, *, etas, fit_params=None, **wrapper_par
     >>> from sklearn.datasets import load_breast_cancer
     >>> from sklearn.linear_model import LogisticRegression
     >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> from skmip.calibration.routes import MomentsRoute
     >>> path = mip_noise_path(LogisticRegression(), (X - X.mean(0)) / X.std(0), y, etas=[0.1, 0.5],
-    ...                       method="moments", n_subsets=4)
+    ...                       method=MomentsRoute(n_subsets=4))
     >>> [w.mip_bound_ for w in path]
     [0.1, 0.5]
     """
@@ -481,9 +474,9 @@ def mip_noise_path(estimator, X, y=None, *, etas, fit_params=None, **wrapper_par
     if not etas:
         raise ValueError("mip_noise_path: etas must contain at least one value in (0, 0.5].")
     template = MIPNoiseWrapper(estimator, **wrapper_params)
-    n_subsets = template._validate_hyperparameters()
+    route = template._validate_hyperparameters()
     with single_threaded_blas(), _explain_missing_class(template):
-        fitted = _fit_path(template, X, y, etas, fit_params or {}, n_subsets)
+        fitted = _fit_path(template, route, X, y, etas, fit_params or {})
     wrappers = []
     for eta, attrs in zip(etas, fitted):
         w = clone(template).set_params(eta=eta)

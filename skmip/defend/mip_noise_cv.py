@@ -33,8 +33,9 @@ from skmip.exceptions import (
 from skmip.promise import MIPPromiseMixin
 from skmip.defend._delegate import ReleasedModelMixin, _released_has
 from skmip.defend._input import check_classes, validate_input
-from skmip.defend._noise_method import METHODS
-from skmip.defend._parameters import DEPRECATED, SHARED, fill_parameters, validate_shared
+from skmip.calibration.routes import n_train_of, warn_if_vacuous
+from skmip.calibration.routes.base import VACUOUS_MESSAGE
+from skmip.defend._parameters import DEPRECATED, SHARED, MovedKnobsMixin, fill_parameters, validate_shared
 from skmip.defend.mip_noise import MIPNoiseWrapper, mip_noise_path
 
 __all__ = ["MIPNoiseWrapperCV"]
@@ -42,9 +43,11 @@ __all__ = ["MIPNoiseWrapperCV"]
 _OWNER = "MIPNoiseWrapperCV"
 
 #: The MIPNoiseWrapper parameters this class passes to every wrapper it fits: the shared
-#: table's, but random_state (one seed per fold, resolved here) and the deprecated n_splits
-#: (resolved here into n_subsets).
-_FORWARDED = tuple(p.name for p in SHARED if p.name not in ("random_state", "n_splits"))
+#: table's, but random_state (one seed per fold, resolved here) and method (resolved here into
+#: a route, the moved 0.2 knobs forwarded into it).
+_FORWARDED = tuple(p.name for p in SHARED if p.name not in ("random_state", "method"))
+#: The routes a search takes: it noises a path of parameters.
+_ROUTES = ("coupling", "moments")
 _SELECTIONS = ("one_se", "best")
 
 
@@ -53,7 +56,7 @@ def _can_score(search):
     return search.refit and (search.scoring is not None or _released_has("score")(search))
 
 
-class MIPNoiseWrapperCV(RenamedParametersMixin, MIPPromiseMixin, ReleasedModelMixin, MetaEstimatorMixin,
+class MIPNoiseWrapperCV(MovedKnobsMixin, RenamedParametersMixin, MIPPromiseMixin, ReleasedModelMixin, MetaEstimatorMixin,
                         BaseEstimator):
     """:class:`MIPNoiseWrapper` with eta chosen by cross-validation on the privacy-utility frontier.
 
@@ -66,11 +69,11 @@ class MIPNoiseWrapperCV(RenamedParametersMixin, MIPPromiseMixin, ReleasedModelMi
     is 6 calibrations where ``GridSearchCV(MIPNoiseWrapper(...), {"eta": etas})`` runs 21.
 
     The parameters of the search come first (``etas``, ``cv``, ``scoring``, ``selection``,
-    ``refit``); then :class:`MIPNoiseWrapper`'s, with the same defaults, meaning and
-    groups, passed to every wrapper fitted (each fold's calibration and the refit): the
-    common ones, then the **coupling calibration**'s (``confidence``, ``n_rounds``,
-    ``noise_shape``), then the **moments calibration**'s (``moment``, ``n_subsets``,
-    ``radius``, ``sigma_from``).
+    ``refit``); then :class:`MIPNoiseWrapper`'s common ones, with the same defaults and
+    meaning, passed to every wrapper fitted (each fold's calibration and the refit), ``method``
+    resolved into one route object (:mod:`skmip.calibration.routes`) that carries the route's
+    knobs. The 0.2 knobs (``n_rounds``, ``moment``, ...) still work until 0.3, forwarded into
+    the route with a ``FutureWarning``.
 
     Parameters
     ----------
@@ -190,8 +193,9 @@ class MIPNoiseWrapperCV(RenamedParametersMixin, MIPPromiseMixin, ReleasedModelMi
     >>> from skmip import MIPNoiseWrapperCV
     >>> X, y = load_breast_cancer(return_X_y=True)
     >>> X = (X - X.mean(0)) / X.std(0)
+    >>> from skmip.calibration.routes import CouplingRoute
     >>> search = MIPNoiseWrapperCV(LogisticRegression(C=0.1), etas=[0.2, 0.3], cv=3,
-    ...                            n_rounds=50).fit(X, y)
+    ...                            method=CouplingRoute(n_rounds=50)).fit(X, y)
     >>> search.scores_.shape, search.eta_ in (0.2, 0.3), search.mip_bound_ == search.eta_
     ((3, 2), True, True)
     """
@@ -213,13 +217,13 @@ class MIPNoiseWrapperCV(RenamedParametersMixin, MIPPromiseMixin, ReleasedModelMi
         random_state=None,
         n_jobs: int | None = None,
         verbose: int = 0,
-        confidence: float | None = 0.95,
-        n_rounds: int = 400,
-        noise_shape: str = "auto",
-        moment: float = 2,
-        n_subsets: int = 128,
-        radius: str = "gamma",
-        sigma_from: str = "dataset",
+        confidence=DEPRECATED,
+        n_rounds=DEPRECATED,
+        noise_shape=DEPRECATED,
+        moment=DEPRECATED,
+        n_subsets=DEPRECATED,
+        radius=DEPRECATED,
+        sigma_from=DEPRECATED,
         n_splits=DEPRECATED,
     ):
         self.estimator = estimator
@@ -259,9 +263,9 @@ class MIPNoiseWrapperCV(RenamedParametersMixin, MIPPromiseMixin, ReleasedModelMi
         return np.unique(etas)
 
     def _validate_hyperparameters(self):
-        """The sorted etas and the number of subsets (``n_splits`` if set)."""
+        """The sorted etas and the calibration route ``method`` resolves to."""
         etas = self._validated_etas()
-        n_subsets = validate_shared(self, _OWNER, METHODS)
+        route = validate_shared(self, _OWNER, _ROUTES)
         if isinstance(self.selection, str):
             if self.selection not in _SELECTIONS:
                 raise ValueError(
@@ -278,17 +282,17 @@ class MIPNoiseWrapperCV(RenamedParametersMixin, MIPPromiseMixin, ReleasedModelMi
             check_interval(_OWNER, "selection", self.selection, why="A min_score must be finite.")
         if not isinstance(self.refit, bool):
             raise TypeError(f"{_OWNER}: refit must be True or False; got {self.refit!r}.")
-        return etas, n_subsets
+        return etas, route
 
-    def _inner_params(self, n_subsets):
+    def _inner_params(self, route):
         params = {name: getattr(self, name) for name in _FORWARDED}
-        params["n_subsets"] = n_subsets
+        params["method"] = route
         params["verbose"] = max(0, self.verbose - 1)  # a calibration's progress from verbose=2
         return params
 
-    def _wrapper(self, eta, random_state, n_subsets):
+    def _wrapper(self, eta, random_state, route):
         return MIPNoiseWrapper(self.estimator, eta=eta, random_state=random_state,
-                               **self._inner_params(n_subsets))
+                               **self._inner_params(route))
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X: ArrayLike, y: ArrayLike | None = None, *, groups: ArrayLike | None = None,
@@ -321,16 +325,18 @@ class MIPNoiseWrapperCV(RenamedParametersMixin, MIPPromiseMixin, ReleasedModelMi
             For a parameter of the wrong type, or ``scoring=None`` with an estimator that
             has no ``score``.
         """
-        etas, n_subsets = self._validate_hyperparameters()
+        etas, route = self._validate_hyperparameters()
         check_privacy_seed(_OWNER, self.random_state)
         if self.train_size == 1.0:
             warn_no_promise_on_given_subset(
                 _OWNER, "the chosen eta_ and each calibration's noise scale and shape",
             )
-        template = self._wrapper(float(etas[0]), None, n_subsets)
+        template = self._wrapper(float(etas[0]), None, route)
         X, y, probe = validate_input(self, X, y, fit_params)
         check_classes(self, y)
         n = X.shape[0]
+        # Said once here for the refit on all rows (each fold's wrapper is silenced).
+        warn_if_vacuous(_OWNER, float(etas[-1]), n_train_of(self.train_size, n), n)
         check_cv_folds(_OWNER, self.cv, y, n, is_classifier(self.estimator))
         cv = check_cv(self.cv, y, classifier=is_classifier(self.estimator))
         scorer = check_scoring(template, scoring=self.scoring)
@@ -356,7 +362,7 @@ class MIPNoiseWrapperCV(RenamedParametersMixin, MIPPromiseMixin, ReleasedModelMi
                     self.estimator, _safe_indexing(X, train),
                     None if y is None else _safe_indexing(y, train), etas=etas,
                     fit_params=subset_fit_params(fit_params, train, n), random_state=state,
-                    **self._inner_params(n_subsets),
+                    **self._inner_params(route),
                 )
             scores[i] = [scorer(w, X_test, y_test) for w in path]
             # The fold models are not what is released: drop them now.
@@ -378,7 +384,7 @@ class MIPNoiseWrapperCV(RenamedParametersMixin, MIPPromiseMixin, ReleasedModelMi
             if self.verbose:
                 print(f"[{_OWNER}] refit at eta={fitted['eta_']:g} on all {n} rows", flush=True)
             with _seed_warned_once():
-                released = self._wrapper(fitted["eta_"], refit_state, n_subsets).fit(X, y, **fit_params)
+                released = self._wrapper(fitted["eta_"], refit_state, route).fit(X, y, **fit_params)
             fitted.update(
                 best_estimator_=released, estimator_=released.estimator_,
                 mip_bound_=released.mip_bound_, target_eta_=released.target_eta_,
@@ -404,10 +410,11 @@ class MIPNoiseWrapperCV(RenamedParametersMixin, MIPPromiseMixin, ReleasedModelMi
 
 
 _CV_DOCS = {
-    "method": ('{"auto", "coupling", "moments"}', """
-        How eta is turned into noise, as for :class:`MIPNoiseWrapper`; the search noises a
-        path of parameters (:func:`~skmip.defend.mip_noise_path`), so ``"synthetic"`` is
-        not offered.
+    "method": ('"auto", "coupling", "moments" or CalibrationRoute', """
+        How eta is turned into noise, as for :class:`MIPNoiseWrapper`: ``"auto"``, a route's
+        name or a route object (:mod:`skmip.calibration.routes`), passed resolved to every
+        wrapper fitted; the search noises a path of parameters
+        (:func:`~skmip.defend.mip_noise_path`), so ``"synthetic"`` is not offered.
     """),
     "random_state": """
         Source of the folds' and the refit's randomness. ``None`` gives every calibration
@@ -436,6 +443,7 @@ class _seed_warned_once(warnings.catch_warnings):
         out = super().__enter__()
         warnings.filterwarnings("ignore", message=".*fixes the privacy noise", category=PrivacyWarning)
         warnings.filterwarnings("ignore", message=".*" + re.escape(NO_PROMISE_MESSAGE), category=PrivacyWarning)
+        warnings.filterwarnings("ignore", message=".*" + re.escape(VACUOUS_MESSAGE), category=PrivacyWarning)
         return out
 
 

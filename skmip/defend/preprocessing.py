@@ -36,7 +36,7 @@ def preprocessing_route(estimator, method, params):
     estimator : estimator instance
         What :class:`~skmip.defend.MIPNoiseWrapper` wraps.
     method : {"auto", "coupling", "moments", "synthetic"}
-        The wrapper's ``method``.
+        The wrapper's ``method``, or the name of the route it resolved to.
     params : "auto", list of str or ParamAdapter
         The wrapper's ``params``.
 
@@ -46,16 +46,9 @@ def preprocessing_route(estimator, method, params):
         The route (it fits the transformers on all of D, and releases them with the noised
         last step), or ``None``.
     """
-    from sklearn.pipeline import Pipeline
+    from skmip.calibration.routes import calibrated_estimator
 
-    from skmip.calibration.swap import get_smooth_loss
-
-    if not isinstance(estimator, Pipeline) or len(estimator.steps) < 2:
-        return None
-    if not (isinstance(params, str) and params == "auto") or method == "moments":
-        return None
-    last = estimator.steps[-1][1]
-    if last is None or isinstance(last, str) or get_smooth_loss(last) is None:
+    if method == "moments" or calibrated_estimator(estimator, params) is None:
         return None
     return PreprocessingOnD(estimator)
 

@@ -17,29 +17,21 @@ import numpy as np
 from sklearn.base import clone, is_classifier
 
 from skmip.utils.rng import draw_seed, fix_inner_random_state, resolve_rng, spawn_generators
+from skmip.calibration.routes import warn_if_vacuous
+from skmip.utils.rows import n_rows
 from skmip.exceptions import PrivacyWarning, check_privacy_seed
 
-__all__ = ["SYNTHETIC", "has_parameter_adapter", "fit_synthetic"]
+__all__ = ["SYNTHETIC", "fit_synthetic"]
 
 #: The ``method_`` of this route.
 SYNTHETIC = "synthetic"
 
 
-def has_parameter_adapter(estimator, params) -> bool:
-    """Whether a parameter adapter reads ``estimator`` (so that noise can be added to it)."""
-    from skmip.params import get_adapter
-
-    try:
-        get_adapter(estimator, params)
-    except TypeError:
-        return False
-    return True
-
-
-def fit_synthetic(wrapper, X, y, fit_params, owner):
+def fit_synthetic(wrapper, route, X, y, fit_params, owner):
     """Fitted attributes of ``wrapper`` by the synthetic route.
 
-    Fits the synthesizer (the wrapper's ``synthesizer`` or a default
+    Fits the synthesizer (``route.synthesizer``, a
+    :class:`~skmip.calibration.routes.SyntheticRoute`'s, or a default
     :class:`~skmip.release.tabular.MIPTabularSynthesizer`) on ``(X, y)`` with the wrapper's eta,
     train size and randomness, draws as many records as ``X`` has rows, and fits a clone of
     the estimator on them. Nothing is assigned here: the caller does, once all succeeded.
@@ -51,7 +43,7 @@ def fit_synthetic(wrapper, X, y, fit_params, owner):
             f"{owner}: method_='synthetic' trains on synthetic records, to which fit parameters "
             f"about the real rows ({sorted(fit_params)}) do not apply; fit without them."
         )
-    template = wrapper.synthesizer if wrapper.synthesizer is not None else MIPTabularSynthesizer()
+    template = route.synthesizer if route.synthesizer is not None else MIPTabularSynthesizer()
     if not isinstance(template, MIPTabularSynthesizer):
         raise TypeError(
             f"{owner}: synthesizer must be None or an unfitted MIPTabularSynthesizer (its bins, "
@@ -76,6 +68,7 @@ def fit_synthetic(wrapper, X, y, fit_params, owner):
         # Said once above, under the wrapper's name.
         warnings.filterwarnings("ignore", message=r".*fixes the privacy noise", category=PrivacyWarning)
         synth.fit(X, y)
+    warn_if_vacuous(owner, wrapper.eta, synth.n_train_, n_rows(X), stacklevel=4)
     synth.random_state = None  # the generator is not part of the release
     X_syn, y_syn = _draw(synth, len(X), np.unique(y) if classifier else None, sample_rng)
     estimator = fix_inner_random_state(clone(wrapper.estimator), inner_seed)

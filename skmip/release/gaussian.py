@@ -383,6 +383,7 @@ class MIPGaussianSynthesizer(RenamedParametersMixin, MIPPromiseMixin, BaseEstima
 
     def _fit_moments(self, X):
         """Izzo et al.'s construction: MIPNoiseWrapper with Corollary 10's noise."""
+        from skmip.calibration.routes import MomentsRoute
         from skmip.defend import MIPNoiseWrapper
 
         d = X.shape[1]
@@ -391,9 +392,10 @@ class MIPGaussianSynthesizer(RenamedParametersMixin, MIPPromiseMixin, BaseEstima
             if self.center
             else Statistic("second_moment")
         )
+        route = MomentsRoute(moment=self.moment, n_subsets=self._n_subsets(warn=True), radius=self.radius,
+                             sigma_from=self.sigma_from)
         wrapper = MIPNoiseWrapper(
-            statistic, eta=self.eta, method="moments", moment=self.moment, n_subsets=self._n_subsets(warn=True),
-            train_size=self.train_size, radius=self.radius, sigma_from=self.sigma_from,
+            statistic, eta=self.eta, method=route, train_size=self.train_size,
             random_state=self.random_state, n_jobs=self.n_jobs,
         )
         with warnings.catch_warnings():

@@ -24,12 +24,15 @@ def is_unset(value):
 
 
 def renamed_parameter(owner, old_name, old_value, new_name, new_value, new_default, *, warn=True,
-                      stacklevel=3):
+                      stacklevel=3, instead=None):
     """The value to use for a parameter renamed in skmip 0.2: ``new_value``, or the old one.
 
     When the old name is set (not ``"deprecated"``) its value is used. With ``warn`` (at
     ``fit``) that comes with a ``FutureWarning`` naming the new name, and setting both names
     is an error; without it (a look-up before ``fit``) the value is only returned.
+    ``instead``, for a parameter that moved into another object rather than being renamed,
+    is what to pass instead (``"method=CouplingRoute(n_rounds=50)"``); the warning then says
+    that ``old_name`` moved to ``new_name``.
 
     Raises
     ------
@@ -45,9 +48,10 @@ def renamed_parameter(owner, old_name, old_value, new_name, new_value, new_defau
             f"{owner}: {old_name}={old_value!r} and {new_name}={new_value!r} were both set; "
             f"{old_name} is the deprecated name of {new_name}. Pass only {new_name}."
         )
+    verb, instead = ("was renamed", f"{new_name}={old_value!r}") if instead is None else ("moved to", instead)
     warnings.warn(
-        f"{owner}: {old_name} was renamed {new_name} in skmip 0.2 and will be removed in 0.3; "
-        f"pass {new_name}={old_value!r} instead (its value is used).",
+        f"{owner}: {old_name} {verb} {new_name} in skmip 0.2 and will be removed in 0.3; "
+        f"pass {instead} instead (its value is used).",
         FutureWarning,
         stacklevel=stacklevel,
     )

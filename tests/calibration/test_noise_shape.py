@@ -153,20 +153,20 @@ def cancer():
 
 
 def test_wrapper_auto_shape_is_the_design_for_smooth_losses(cancer):
-    from skmip.defend._calibrate import resolve_shape as _resolve_shape
+    from skmip.calibration.routes import CouplingRoute
 
-    assert _resolve_shape("auto", "coupling", True) == "design"
-    assert _resolve_shape("auto", "coupling", False) == "full"
-    assert _resolve_shape("full", "coupling", True) == "full"
-    assert _resolve_shape("auto", "moments", True) == "diagonal"
-    with pytest.raises(ValueError, match="noise_shape='design' needs a smooth loss"):
-        _resolve_shape("design", "coupling", False)
+    assert CouplingRoute().resolve_shape("Owner", True) == "design"
+    assert CouplingRoute().resolve_shape("Owner", False) == "full"
+    assert CouplingRoute(noise_shape="full").resolve_shape("Owner", True) == "full"
+    with pytest.raises(ValueError, match="Owner: noise_shape='design' needs a smooth loss"):
+        CouplingRoute(noise_shape="design").resolve_shape("Owner", False)
     X, y = cancer
-    kw = dict(eta=0.3, random_state=0, n_rounds=150)
+    kw = dict(eta=0.3, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
-        w = MIPNoiseWrapper(LogisticRegression(C=0.1), **kw).fit(X, y)
-        d = MIPNoiseWrapper(LogisticRegression(C=0.1), noise_shape="design", **kw).fit(X, y)
+        w = MIPNoiseWrapper(LogisticRegression(C=0.1), method=CouplingRoute(n_rounds=150), **kw).fit(X, y)
+        d = MIPNoiseWrapper(LogisticRegression(C=0.1), method=CouplingRoute(n_rounds=150, noise_shape="design"),
+                            **kw).fit(X, y)
     assert w.noise_scale_ == d.noise_scale_ and w.coupling_eta_upper_ <= 0.3
     assert w.score(X, y) > 0.85
 
@@ -201,7 +201,7 @@ def test_design_shares_follow_the_predicted_exposure():
 def test_wrapper_spends_alpha_by_the_design_shares(cancer, monkeypatch):
     """The designed shape's wrapper calibrates with the design's shares of alpha, and with
     even shares in the covariance shape (which predicts no exposures)."""
-    import skmip.defend._noise_method as noise_module
+    import skmip.calibration.routes.coupling as noise_module
 
     seen = []
     real = noise_module.coupling_noise_scale

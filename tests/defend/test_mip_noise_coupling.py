@@ -26,12 +26,12 @@ FAST = dict(n_rounds=150)
 
 def test_auto_picks_coupling_where_swap_distances_are_closed_form():
     assert MIPNoiseWrapper(LogisticRegression()).method == "auto"
-    from skmip.defend._noise_method import resolve_method
+    from skmip.calibration.routes import auto_route
 
-    assert resolve_method("auto", LogisticRegression(), "auto") == "coupling"
-    assert resolve_method("auto", Ridge(), "auto") == "coupling"
-    assert resolve_method("auto", MLPClassifier(), "auto") == "moments"
-    assert resolve_method("auto", LogisticRegression(), ["coef_"]) == "moments"
+    assert auto_route(LogisticRegression(), "auto")[0].name == "coupling"
+    assert auto_route(Ridge(), "auto")[0].name == "coupling"
+    assert auto_route(MLPClassifier(), "auto")[0].name == "moments"
+    assert auto_route(LogisticRegression(), ["coef_"])[0].name == "moments"
 
 
 def test_coupling_meets_eta_with_confidence_and_keeps_utility(small):
@@ -127,7 +127,7 @@ def test_a_few_outlying_records_deciding_the_noise_are_named(small):
     finds 1.2x there: the first-order engine overstated those records.)"""
     import warnings
 
-    from skmip.defend._noise_method import OUTLIER_RATIO, outlying_records
+    from skmip.calibration.routes.coupling import OUTLIER_RATIO, outlying_records
 
     rng = np.random.default_rng(0)
     X = rng.uniform(0.0, 1.0, size=(300, 2))

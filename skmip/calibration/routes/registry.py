@@ -1,0 +1,161 @@
+"""The calibration routes by name, and the one function that turns ``method`` into a route.
+
+``method`` is a string alias (``"auto"`` or a route's ``name``) or a route object, as MAPIE
+takes a conformity strategy. :func:`resolve_route` is the one place that resolves it; every
+defence and the command line call it. A new route plugs in with :func:`register_route` (and,
+to be chosen by ``"auto"``, a line in :func:`auto_route`): docs/design.md, "Calibration routes".
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from sklearn.base import clone
+
+from skmip.exceptions import PrivacyWarning
+
+from skmip.calibration.routes.base import CalibrationRoute
+from skmip.calibration.routes.coupling import CouplingRoute
+from skmip.calibration.routes.moments import MomentsRoute
+from skmip.calibration.routes.synthetic import SyntheticRoute
+
+__all__ = ["ROUTES", "register_route", "resolve_route", "auto_route", "build_route", "calibrated_estimator"]
+
+#: Route name -> class. The noisy-gradient route for scikit-learn GLMs registers here too
+#: (docs/design.md, "Calibration routes": the interface it implements).
+ROUTES = {cls.name: cls for cls in (CouplingRoute, MomentsRoute, SyntheticRoute)}
+
+
+def register_route(cls):
+    """Register a :class:`~skmip.calibration.routes.base.CalibrationRoute` subclass under its
+    ``name`` (usable as a decorator); ``method=<name>`` then builds it with its defaults."""
+    if not (isinstance(cls, type) and issubclass(cls, CalibrationRoute)) or not cls.name:
+        raise TypeError(f"register_route: {cls!r} is not a CalibrationRoute subclass with a name.")
+    ROUTES[cls.name] = cls
+    return cls
+
+
+def calibrated_estimator(estimator, params):
+    """The estimator whose parameters a coupling calibration reads: the last step of a
+    :class:`~sklearn.pipeline.Pipeline` of two or more steps ending in a registered smooth
+    loss (with ``params="auto"``; its transformers are fitted on all of D:
+    :mod:`skmip.defend.preprocessing`), else ``None``."""
+    from sklearn.pipeline import Pipeline
+
+    from skmip.calibration.swap import get_smooth_loss
+
+    if not isinstance(estimator, Pipeline) or len(estimator.steps) < 2:
+        return None
+    if not (isinstance(params, str) and params == "auto"):
+        return None
+    last = estimator.steps[-1][1]
+    if last is None or isinstance(last, str) or get_smooth_loss(last) is None:
+        return None
+    return last
+
+
+def auto_route(estimator, params):
+    """``(route, reason)``: the route ``method="auto"`` takes for ``estimator``, from the
+    estimator and ``params`` alone (never from the data), and why.
+
+    The coupling calibration where skmip computes swap distances without refits (a registered
+    smooth loss and ``params="auto"``, bare or as the last step of a pipeline whose
+    transformers are fitted on D); training on MIP synthetic data where no parameter adapter
+    reads the estimator (trees, forests, boosting, k-NN); the moments calibration otherwise.
+    """
+    from skmip.calibration.swap import get_smooth_loss
+
+    name = type(estimator).__name__
+    if calibrated_estimator(estimator, params) is not None:
+        return CouplingRoute(), f"the pipeline's last step has a registered smooth loss"
+    auto = isinstance(params, str) and params == "auto"
+    if auto and CouplingRoute().applies(estimator, params) is not None:
+        return SyntheticRoute(), f"no parameter adapter reads {name}"
+    if auto and get_smooth_loss(estimator) is not None:
+        return CouplingRoute(), f"{name} has a registered smooth loss"
+    return MomentsRoute(), (f"{name} has no registered smooth loss" if auto
+                            else "params names the parameters, which the coupling engines do not read")
+
+
+def resolve_route(owner, method, estimator, params, accepted=None, stacklevel=2):
+    """A fresh, validated route for ``method`` (never the object passed: it is cloned).
+
+    Parameters
+    ----------
+    owner : str
+        The class named in errors.
+    method : str or CalibrationRoute
+        ``"auto"``, a registered route's name, or a route object.
+    estimator : estimator instance
+        What the defence wraps (``"auto"`` reads it).
+    params : "auto", list of str or ParamAdapter
+        The defence's ``params`` (``"auto"`` reads it).
+    accepted : tuple of str, default=None
+        The route names ``owner`` takes (``None``: every registered one).
+    stacklevel : int, default=2
+        Where the warning of ``"auto"`` falling back to the moments route points.
+
+    Returns
+    -------
+    route : CalibrationRoute
+        Unvalidated: the caller forwards deprecated knobs into it first, then validates.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name, or a route ``owner`` does not take.
+
+    Warns
+    -----
+    PrivacyWarning
+        When ``"auto"`` resolves to the moments route, whose noise leaves near coin-flip utility.
+    """
+    names = tuple(ROUTES) if accepted is None else accepted
+    if isinstance(method, CalibrationRoute):
+        route = clone(method)
+    elif isinstance(method, str) and method == "auto":
+        route, _ = auto_route(estimator, params)
+        if route.name == "moments":
+            _warn_auto_moments(owner, estimator, stacklevel + 1)
+    elif isinstance(method, str) and method in ROUTES:
+        route = ROUTES[method]()
+    else:
+        route = None
+    if route is None or route.name not in names:
+        allowed = ", ".join(repr(o) for o in ("auto",) + names)
+        raise ValueError(
+            f"{owner}: method must be one of {allowed} or a route object "
+            f"(skmip.calibration.routes); got {method!r}."
+        )
+    return route
+
+
+def _warn_auto_moments(owner, estimator, stacklevel):
+    warnings.warn(
+        f"{owner}: method='auto' releases this {type(estimator).__name__} with Corollary "
+        "10's noise (method_='moments'), because the coupling calibration needs a smooth loss "
+        "registered for the estimator and params='auto'. That noise leaves near coin-flip "
+        "utility; docs/mip_noise.md ('Two calibrations, and the default') gives the measured "
+        "figures and better routes. Pass method='moments' to choose it knowingly and silence "
+        "this warning.",
+        PrivacyWarning, stacklevel=stacklevel,
+    )
+
+
+def build_route(method, estimator, params="auto", *, owner="build_route", **knobs):
+    """The route ``method`` resolves to for ``estimator``, with those of ``knobs`` it has.
+
+    For a caller that sets knobs for whichever route ``"auto"`` takes (the ``skmip`` command
+    passes its ``--n-rounds`` and ``--n-subsets`` to every wrapper): a knob the route has not
+    is left out, by design. The route is validated by the defence that receives it; ``owner``
+    is the class named in errors and warnings.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> build_route("auto", LogisticRegression(), n_rounds=200, radius="gamma")
+    CouplingRoute(n_rounds=200)
+    """
+    route = resolve_route(owner, method, estimator, params, stacklevel=3)
+    own = route.get_params(deep=False)
+    return route.set_params(**{name: value for name, value in knobs.items() if name in own})
