@@ -23,6 +23,7 @@ from skmip.bounds import dpsgd_eta
 from skmip.calibration.noisy_gradient import (
     RowObjective,
     clip_rows,
+    default_clip_norm,
     fit_noisy_gradient,
     noise_multiplier_for_eta,
     release_template,
@@ -159,6 +160,8 @@ def test_printed_eta_is_dpsgd_eta_of_the_run_and_within_target():
     assert det["mip_bound"] <= det["target_eta"] == 0.2
     assert det["sample_rate"] == 64 / 120 and det["n_steps"] == 10 * 1 and det["n_train"] == 120
     assert set(det) >= {"noise_multiplier", "clip_norm", "learning_rate", "batch_size", "n_epochs", "n_total"}
+    # The default clipping norm is a function of the public run settings only.
+    assert det["clip_norm"] == default_clip_norm(det["noise_multiplier"], 64, det["learning_rate"])
 
 
 def test_release_is_the_users_class_fitted_predicts_and_pickles():

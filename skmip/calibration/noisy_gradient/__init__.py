@@ -9,10 +9,15 @@
 """
 
 from skmip.calibration.noisy_gradient.accounting import noise_multiplier_for_eta
-from skmip.calibration.noisy_gradient.engine import DEFAULTS, NoisyGradientSchedule, fit_noisy_gradient
+from skmip.calibration.noisy_gradient.engine import (
+    DEFAULTS,
+    NoisyGradientSchedule,
+    default_clip_norm,
+    fit_noisy_gradient,
+)
 from skmip.calibration.noisy_gradient.gradients import RowObjective, clip_rows, loss_scale, release_template
 
 __all__ = [
-    "fit_noisy_gradient", "noise_multiplier_for_eta", "NoisyGradientSchedule", "DEFAULTS",
+    "fit_noisy_gradient", "default_clip_norm", "noise_multiplier_for_eta", "NoisyGradientSchedule", "DEFAULTS",
     "RowObjective", "clip_rows", "loss_scale", "release_template",
 ]

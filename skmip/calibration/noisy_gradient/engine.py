@@ -19,18 +19,21 @@ expectation is the mean clipped gradient). :math:`\theta_t` is a function of
 :math:`S_1, \dots, S_t` and public settings only, so the run is the adaptive composition of
 :math:`T` Poisson-subsampled Gaussian mechanisms of sensitivity :math:`c` per row; replacing one
 row of D_train moves its clipped gradient by at most :math:`2c`, the replace-one pair the
-accountant analyses. The release (the parameter vector written into the user's class,
-projected and scrubbed by the parameter adapter) is post-processing of :math:`(S_t)`.
+accountant analyses. The release is the average of the last ``average`` share of the iterates
+(tail averaging: it damps the noise's random walk), written into the user's class, projected and
+scrubbed by the parameter adapter: post-processing of :math:`(S_t)`.
 
 **The promise.** :func:`skmip.bounds.dpsgd_eta` of ``(sigma, q, T)`` bounds the MIP level of
 Definition 1 for D_train a uniformly random ``k``-subset of D (:mod:`.accounting` says which
 rate and why); ``sigma`` is the smallest (to 0.1%) at which that bound is at most the target.
 
-**Hyperparameters leak nothing under Definition 1.** The clipping norm, step size, expected
-batch size and number of epochs are constants validated in ``benchmarks/bench_noisy_gradient.py``
+**Hyperparameters leak nothing under Definition 1.** The step size, expected batch size, number
+of epochs and averaged share are constants validated in ``benchmarks/bench_noisy_gradient.py``
 (given by the caller, never tuned on the private rows); the sampling rate ``q = batch_size / k``
 and the step count ``T = epochs * floor(1/q)`` are functions of ``k``, hence of ``n`` and
-``train_size``; the release template is fitted on public zero rows with D's labels (``classes``).
+``train_size``; the noise multiplier is a function of eta, ``q`` and ``T``, and the default
+clipping norm (:func:`default_clip_norm`) a function of the noise multiplier and the constants;
+the release template is fitted on public zero rows with D's labels (``classes``).
 Definition 1 fixes D and randomises D_train: a choice that is the same whichever D_train is
 drawn is not a signal about membership, and the accountant's guarantee holds for any fixed
 choice. What this does **not** protect: facts about D as a whole (its size, its label set, a
@@ -62,14 +65,52 @@ from skmip.utils.os_random import OSRandomGenerator
 from skmip.utils.rng import resolve_rng, spawn_generators
 from skmip.utils.validation import check_eta, check_int, check_interval
 
-__all__ = ["fit_noisy_gradient", "NoisyGradientSchedule", "DEFAULTS"]
+__all__ = ["fit_noisy_gradient", "default_clip_norm", "NoisyGradientSchedule", "DEFAULTS"]
 
 _OWNER = "fit_noisy_gradient"
 
 #: Defaults validated in ``benchmarks/bench_noisy_gradient.py`` (docs/pipelines.md, "Noisy
-#: gradients"): gradients clipped to norm 1 in row units, step 0.5, batches of 64 expected rows,
-#: 10 passes over D_train in expectation.
-DEFAULTS = {"clip_norm": 1.0, "learning_rate": 0.5, "batch_size": 64, "n_epochs": 10}
+#: gradients"): step 0.5, batches of 64 expected rows, 10 passes over D_train in expectation, the
+#: last half of the iterates averaged; the clipping norm from :func:`default_clip_norm`.
+DEFAULTS = {"learning_rate": 0.5, "batch_size": 64, "n_epochs": 10, "average": 0.5}
+
+#: :func:`default_clip_norm`'s cap and its bound on the noise one step adds to a coordinate.
+MAX_CLIP_NORM, STEP_NOISE = 2.0, 1.0 / 32.0
+
+
+def default_clip_norm(noise_multiplier, batch_size, learning_rate):
+    r"""The default clipping norm: as large as 2, as long as a step's noise stays small.
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        :math:`\sigma` of the run (a function of eta, the sample rate and the steps).
+    batch_size : int
+        Expected rows per step, :math:`qk`.
+    learning_rate : float
+        :math:`\lambda`.
+
+    Returns
+    -------
+    float
+        :math:`\min(2, qk / (32\lambda\sigma))`: the noise a step adds to each coordinate,
+        :math:`\lambda\sigma c/(qk)`, is at most 1/32, and a row's gradient is clipped at norm 2
+        at most (a large norm keeps the mean gradient unbiased where the noise allows it).
+
+    Notes
+    -----
+    A function of public quantities only (eta, ``k`` through the rate and the steps, the
+    settings), so it leaks nothing under Definition 1. Measured on adult (sigma = 1.0: the cap,
+    2) and German credit (sigma = 5.09: 0.79) in ``benchmarks/bench_noisy_gradient.py``.
+
+    Examples
+    --------
+    >>> default_clip_norm(1.0, 64, 0.5), round(default_clip_norm(5.09, 64, 0.5), 3)
+    (2.0, 0.786)
+    """
+    if noise_multiplier == 0:
+        return MAX_CLIP_NORM
+    return float(min(MAX_CLIP_NORM, batch_size / (learning_rate * noise_multiplier) * STEP_NOISE))
 
 
 class NoisyGradientSchedule:
@@ -83,6 +124,8 @@ class NoisyGradientSchedule:
         Expected rows per step, at most ``n_train``.
     n_epochs : int
         Passes over D_train in expectation.
+    average : float, default=0.5
+        Share of the last iterates averaged into the release, in (0, 1].
 
     Attributes
     ----------
@@ -90,6 +133,8 @@ class NoisyGradientSchedule:
         ``batch_size / n_train``.
     n_steps : int
         ``n_epochs * max(1, floor(1 / sample_rate))`` (Opacus' steps per epoch).
+    n_averaged : int
+        ``max(1, round(average * n_steps))``: the last iterates averaged.
 
     Examples
     --------
@@ -112,8 +157,9 @@ def _check_settings(estimator, n_train, n_total, eta, clip_norm, learning_rate, 
     check_eta(_OWNER, eta)
     check_int(_OWNER, "n_total", n_total, n_train, None,
               why=f"it is the size of D, which holds D_train's {n_train} rows.")
-    check_interval(_OWNER, "clip_norm", clip_norm, 0, None, closed="neither",
-                   why="it bounds each row's gradient norm, the sensitivity the noise covers.")
+    if clip_norm is not None:
+        check_interval(_OWNER, "clip_norm", clip_norm, 0, None, closed="neither",
+                       why="it bounds each row's gradient norm, the sensitivity the noise covers.")
     check_interval(_OWNER, "learning_rate", learning_rate, 0, None, closed="neither")
     check_int(_OWNER, "batch_size", batch_size, 1, n_train,
               why="it is the expected number of D_train rows per step (sample rate batch_size / k).")
@@ -186,11 +232,11 @@ def _release_generators(random_state, secure_mode):
 
 
 def _descend(objective, X, y, sample_weight, schedule, sigma, clip_norm, learning_rate, rngs):
-    """Run the noisy steps of the module docstring; returns the last parameter vector."""
+    """Run the noisy steps of the module docstring; returns the mean of the last iterates."""
     batches, noise = rngs
     k, q = schedule.n_train, schedule.sample_rate
     theta = np.zeros(objective.dim)
-    average, first = np.zeros(objective.dim), schedule.n_steps - schedule.n_averaged
+    tail, first = np.zeros(objective.dim), schedule.n_steps - schedule.n_averaged
     for t in range(schedule.n_steps):
         rows = np.flatnonzero(batches.random(k) < q)
         Xb = X[rows].toarray() if sp.issparse(X) else X[rows]
@@ -199,8 +245,8 @@ def _descend(objective, X, y, sample_weight, schedule, sigma, clip_norm, learnin
         noisy_sum = G.sum(axis=0) + sigma * clip_norm * np.asarray(noise.standard_normal(objective.dim))
         theta = theta - learning_rate * (noisy_sum / (q * k) + objective.regularizer_gradient(theta))
         if t >= first:
-            average += theta / schedule.n_averaged
-    return average
+            tail += theta / schedule.n_averaged
+    return tail
 
 
 def fit_noisy_gradient(
@@ -211,10 +257,11 @@ def fit_noisy_gradient(
     n_total,
     eta,
     classes=None,
-    clip_norm=DEFAULTS["clip_norm"],
+    clip_norm=None,
     learning_rate=DEFAULTS["learning_rate"],
     batch_size=None,
     n_epochs=DEFAULTS["n_epochs"],
+    average=DEFAULTS["average"],
     sample_weight=None,
     secure_mode=False,
     random_state=None,
@@ -238,8 +285,9 @@ def fit_noisy_gradient(
         Target MIP level in (0, 0.5].
     classes : array-like or None, default=None
         The labels of D (required for classifiers): the release's ``classes_``.
-    clip_norm : float, default=1.0
-        Per-row gradient norm bound :math:`c`, in row units (:mod:`.gradients`).
+    clip_norm : float or None, default=None
+        Per-row gradient norm bound :math:`c`, in row units (:mod:`.gradients`); ``None`` means
+        :func:`default_clip_norm` of the run's noise multiplier.
     learning_rate : float, default=0.5
         Step size :math:`\lambda` on the mean objective.
     batch_size : int or None, default=None
@@ -247,6 +295,8 @@ def fit_noisy_gradient(
         ``min(64, k)`` (a function of ``k`` only).
     n_epochs : int, default=10
         Passes over D_train in expectation.
+    average : float, default=0.5
+        Share of the last iterates whose mean is released, in (0, 1] (1/T: the last iterate).
     sample_weight : array-like of shape (k,) or None, default=None
         Row weights (multiply each row's loss before clipping). Refused for the Tweedie
         family, whose registered regulariser scales with the total weight.
@@ -264,7 +314,7 @@ def fit_noisy_gradient(
     details : dict
         ``mip_bound`` (printed eta, ``<= eta``), ``target_eta``, ``noise_multiplier``,
         ``sample_rate``, ``n_steps``, ``clip_norm``, ``learning_rate``, ``batch_size``,
-        ``n_epochs``, ``n_train``, ``n_total``, ``theorem``.
+        ``n_epochs``, ``n_averaged``, ``n_train``, ``n_total``, ``theorem``.
 
     Raises
     ------
@@ -313,8 +363,12 @@ def fit_noisy_gradient(
         sample_weight = np.asarray(sample_weight, dtype=np.float64).ravel()
         if sample_weight.shape != (k,) or not np.all(np.isfinite(sample_weight) & (sample_weight >= 0)):
             raise ValueError(f"{_OWNER}: sample_weight must hold {k} finite non-negative weights.")
-    schedule = NoisyGradientSchedule(k, batch_size, n_epochs)
+    check_interval(_OWNER, "average", average, 0, 1, closed="right",
+                   why="it is the share of the last iterates averaged into the release.")
+    schedule = NoisyGradientSchedule(k, batch_size, n_epochs, average)
     sigma, bound = noise_multiplier_for_eta(eta, schedule.sample_rate, schedule.n_steps)
+    if clip_norm is None:
+        clip_norm = default_clip_norm(sigma, schedule.batch_size, float(learning_rate))
     rngs = _release_generators(random_state, secure_mode)
     n_outputs = y.shape[1] if y.ndim == 2 else None
     template = release_template(estimator, X.shape[1], classes=classes, n_outputs=n_outputs, feature_names=names)
@@ -334,7 +388,7 @@ def fit_noisy_gradient(
         "mip_bound": bound, "target_eta": float(eta), "noise_multiplier": sigma,
         "sample_rate": schedule.sample_rate, "n_steps": schedule.n_steps, "clip_norm": float(clip_norm),
         "learning_rate": float(learning_rate), "batch_size": schedule.batch_size,
-        "n_epochs": schedule.n_epochs, "n_train": k, "n_total": int(n_total),
+        "n_epochs": schedule.n_epochs, "n_averaged": schedule.n_averaged, "n_train": k, "n_total": int(n_total),
         "theorem": ("Izzo et al. Definition 1 via skmip.bounds.dpsgd_eta: half the replace-one total "
                     "variation of Poisson-subsampled Gaussian steps (PLD accountant, rate per row of D_train)"),
     }
