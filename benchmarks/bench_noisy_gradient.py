@@ -40,19 +40,10 @@ from skmip.calibration.noisy_gradient import fit_noisy_gradient
 from skmip.datasets import load_dataset
 
 
-def adult_design(seed, n_samples=None):
-    """(transformer fitted on D, X_D, y_D, X_test, y_test) for the adult pipeline."""
-    frame, y = H.load_frame("adult", n_samples=n_samples, seed=seed)
-    X_d, X_te, y_d, y_te = train_test_split(frame, y, test_size=0.3, random_state=seed, stratify=y)
-    strings = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]
-    numbers = [c for c in frame.columns if c not in strings]
-    ct = make_column_transformer((OneHotEncoder(handle_unknown="ignore"), strings), (StandardScaler(), numbers))
-    return ct, X_d, y_d, X_te, y_te
-
-
-def german_frame_design(seed):
-    """The German credit file's raw columns through the adult pipeline (one-hot + scaler)."""
-    frame, y = H.load_frame("german_credit")
+def frame_design(name, seed, n_samples=None):
+    """(transformer, X_D, y_D, X_test, y_test): a bundled table's raw columns (strings one-hot,
+    numbers scaled; the transformer is fitted on D by :func:`one_run`), a stratified 70/30 split."""
+    frame, y = H.load_frame(name, n_samples=n_samples, seed=seed)
     X_d, X_te, y_d, y_te = train_test_split(frame, y, test_size=0.3, random_state=seed, stratify=y)
     strings = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]
     numbers = [c for c in frame.columns if c not in strings]
@@ -90,13 +81,13 @@ def main(argv=None):
     args = H.parse(p, argv, quick={"seeds": 2}, smoke={"seeds": 1})
     n_adult = 4000 if args.quick else None
     rows = []
-    acc, ceiling, seconds, det = one_run(adult_design(0, n_adult), 0, args.eta)
+    acc, ceiling, seconds, det = one_run(frame_design("adult", 0, n_adult), 0, args.eta)
     rows.append(_row(f"adult ({'4,000 rows' if n_adult else 'full'}), one-hot pipeline, seed 0",
                      [acc], [ceiling], [seconds], det))
     runs = [one_run(german_design(seed), seed, args.eta) for seed in range(args.seeds)]
     rows.append(_row(f"German credit, StandardScaler, {args.seeds} splits", *zip(*[r[:3] for r in runs]),
                      runs[-1][3]))
-    runs = [one_run(german_frame_design(seed), seed, args.eta) for seed in range(args.seeds)]
+    runs = [one_run(frame_design("german_credit", seed), seed, args.eta) for seed in range(args.seeds)]
     rows.append(_row(f"German credit, one-hot pipeline, {args.seeds} splits", *zip(*[r[:3] for r in runs]),
                      runs[-1][3]))
     print(markdown_table(["data", "test accuracy (mean, min-max)", "non-private, same D_train",

@@ -191,6 +191,22 @@ def test_classes_come_from_d_not_from_d_train():
     assert list(clf.classes_) == [0, 1, 2] and clf.coef_.shape == (3, 3)
 
 
+@pytest.mark.parametrize("est, kind", [
+    (LogisticRegression(C=1.0), "multi"), (PoissonRegressor(alpha=0.1), "positive"),
+    (GammaRegressor(alpha=0.1), "positive"), (LinearSVC(C=0.5), "binary"), (LinearRegression(), "real"),
+], ids=lambda c: type(c).__name__ if hasattr(c, "fit") else None)
+def test_every_registered_family_releases_its_own_class(est, kind):
+    X, y = _data(kind, n=120)
+    classes = np.unique(y) if kind in ("binary", "multi") else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        release, det = fit_noisy_gradient(est, X, y, n_total=240, eta=0.3, classes=classes, random_state=0)
+    assert type(release) is type(est) and release.get_params() == est.get_params()
+    assert np.all(np.isfinite(release.predict(X))) and det["mip_bound"] <= 0.3
+    again = pickle.loads(pickle.dumps(release))
+    np.testing.assert_array_equal(again.predict(X), release.predict(X))
+
+
 def test_regressor_and_dataframe_names():
     pd = pytest.importorskip("pandas")
     X, y = _data("real", n=100)
@@ -229,7 +245,7 @@ def test_unregistered_or_off_objective_estimators_are_refused():
     X, y = _data("binary")
     with pytest.raises(TypeError, match="fit_noisy_gradient: no smooth loss is registered for DecisionTreeClassifier"):
         _fit(DecisionTreeClassifier(), X, y)
-    with pytest.raises(ValueError, match="fit_noisy_gradient: .*l1_ratio=0"):
+    with pytest.raises(ValueError, match="fit_noisy_gradient: LogisticRegression as configured leaves .*l1_ratio=0"):
         _fit(LogisticRegression(l1_ratio=1.0, solver="saga", C=1.0), X, y)
     with pytest.raises(ValueError, match="sample_weight is not supported for PoissonRegressor"):
         Xp, yp = _data("positive")
