@@ -17,6 +17,10 @@ Run (about two minutes on one shared core)::
 3. **German credit, raw columns** through the pipeline of 1 (string columns one-hot, numbers
    scaled), the same five splits: the setting of the DP-SGD row in "Every defense side by side".
 
+``--schedules "64,10,0.5,0,0.5" ...`` instead compares schedules (batch, epochs, step size, clipping
+norm with 0 for the default rule, averaged share with 0 for the last iterate) on ``--data``, ``--draws`` noise draws per split:
+how the defaults were chosen.
+
 Each row also gives the non-private model on the same D_train (the ceiling) and the printed
 ``mip_bound`` with the noise multiplier, sample rate and steps of the run. The D_train draw and
 the engine's noise use ``random_state=seed`` (reproducible; a release uses ``None``).
@@ -58,37 +62,74 @@ def german_design(seed):
     return StandardScaler(), X_d, y_d, X_te, y_te
 
 
-def one_run(design, seed, eta):
-    """Fit the transformer on D, the engine on a random half of D; accuracy, seconds, details."""
+def one_run(design, seed, eta, draws=(None,), **settings):
+    """Fit the transformer on D, the engine on a random half of D (one fit per noise draw, the
+    noise seeded by ``(seed, draw)``, or by ``seed`` for ``draw=None``); accuracies, the
+    non-private ceiling, seconds per fit, the last fit's details."""
     transformer, X_d, y_d, X_te, y_te = design
-    start = time.perf_counter()
-    Z = transformer.fit(X_d).transform(X_d)
-    rows = np.random.default_rng(seed).permutation(len(y_d))[: len(y_d) // 2]
+    accs, seconds = [], []
     y_d = np.asarray(y_d)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the fixed seed's PrivacyWarning
-        clf, details = fit_noisy_gradient(LogisticRegression(C=0.1), Z[rows], y_d[rows], n_total=len(y_d),
-                                          eta=eta, classes=np.unique(y_d), random_state=seed)
-    seconds = time.perf_counter() - start
-    Z_te = transformer.transform(X_te)
-    ceiling = LogisticRegression(C=0.1, max_iter=1000).fit(Z[rows], y_d[rows]).score(Z_te, y_te)
-    return clf.score(Z_te, y_te), ceiling, seconds, details
+    rows = np.random.default_rng(seed).permutation(len(y_d))[: len(y_d) // 2]
+    for draw in draws:
+        start = time.perf_counter()
+        Z = transformer.fit(X_d).transform(X_d)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the fixed seed's PrivacyWarning
+            clf, details = fit_noisy_gradient(
+                LogisticRegression(C=0.1), Z[rows], y_d[rows], n_total=len(y_d), eta=eta, classes=np.unique(y_d),
+                random_state=seed if draw is None else np.random.default_rng([seed, draw]), **settings)
+        seconds.append(time.perf_counter() - start)
+        accs.append(clf.score(transformer.transform(X_te), y_te))
+    ceiling = LogisticRegression(C=0.1, max_iter=1000).fit(Z[rows], y_d[rows]).score(transformer.transform(X_te), y_te)
+    return accs, ceiling, seconds, details
+
+
+DESIGNS = {
+    "adult": lambda seed: frame_design("adult", seed),
+    "adult_4000": lambda seed: frame_design("adult", seed, 4000),
+    "german_numeric": german_design,
+    "german_onehot": lambda seed: frame_design("german_credit", seed),
+}
+
+
+def schedules(args):
+    """``--schedules``: each "batch,epochs,step,clip,average" on ``--data``, ``--draws`` noise draws
+    per split (how the defaults were chosen)."""
+    rows = []
+    for text in args.schedules:
+        batch, epochs, step, clip, average = (float(v) for v in text.split(","))
+        settings = dict(batch_size=int(batch), n_epochs=int(epochs), learning_rate=step,
+                        clip_norm=None if clip == 0 else clip, average=max(average, 1e-12))  # 0: last iterate
+        runs = [one_run(DESIGNS[args.data](seed), seed, args.eta, draws=range(args.draws), **settings)
+                for seed in range(args.seeds)]
+        accs = np.concatenate([r[0] for r in runs])
+        det = runs[-1][3]
+        rows.append([text, f"{det['noise_multiplier']:.2f}", f"{det['clip_norm']:.3f}",
+                     f"{accs.mean():.4f}", f"{accs.min():.3f}-{accs.max():.3f}", f"{np.mean([r[1] for r in runs]):.3f}"])
+        print(" | ".join(rows[-1]), flush=True)
+    print(markdown_table(["batch,epochs,step,clip,average", "sigma", "clip", "test accuracy (mean)",
+                          "min-max", "non-private"], rows))
 
 
 def main(argv=None):
     p = H.parser(__doc__, seeds=5, reps=3, quick="adult on 4,000 rows, one adult and two German splits")
     p.add_argument("--eta", type=float, default=0.1)
+    p.add_argument("--schedules", nargs="+", default=None,
+                   help='compare schedules "batch,epochs,step,clip,average" (clip 0: the default rule)')
+    p.add_argument("--data", choices=tuple(DESIGNS), default="german_numeric", help="with --schedules")
+    p.add_argument("--draws", type=int, default=2, help="with --schedules: noise draws per split")
     args = H.parse(p, argv, quick={"seeds": 2, "reps": 1}, smoke={"seeds": 1})
+    if args.schedules:
+        return schedules(args)
     n_adult = 4000 if args.quick else None
-    runs = [one_run(frame_design("adult", seed, n_adult), seed, args.eta) for seed in range(args.reps)]
-    rows = [_row(f"adult ({'4,000 rows' if n_adult else 'full'}), one-hot pipeline, {args.reps} splits",
-                 *zip(*[r[:3] for r in runs]), runs[-1][3])]
-    runs = [one_run(german_design(seed), seed, args.eta) for seed in range(args.seeds)]
-    rows.append(_row(f"German credit, StandardScaler, {args.seeds} splits", *zip(*[r[:3] for r in runs]),
-                     runs[-1][3]))
-    runs = [one_run(frame_design("german_credit", seed), seed, args.eta) for seed in range(args.seeds)]
-    rows.append(_row(f"German credit, one-hot pipeline, {args.seeds} splits", *zip(*[r[:3] for r in runs]),
-                     runs[-1][3]))
+    rows = []
+    for name, design, splits in ((f"adult ({'4,000 rows' if n_adult else 'full'}), one-hot pipeline",
+                                  lambda seed: frame_design("adult", seed, n_adult), args.reps),
+                                 ("German credit, StandardScaler", german_design, args.seeds),
+                                 ("German credit, one-hot pipeline", DESIGNS["german_onehot"], args.seeds)):
+        runs = [one_run(design(seed), seed, args.eta) for seed in range(splits)]
+        rows.append(_row(f"{name}, {splits} splits", [r[0][0] for r in runs], [r[1] for r in runs],
+                         [r[2][0] for r in runs], runs[-1][3]))
     print(markdown_table(["data", "test accuracy (mean, min-max)", "non-private, same D_train",
                           "fit seconds, wall (max)", "sigma", "clip", "q", "steps", "mip_bound"], rows))
 
