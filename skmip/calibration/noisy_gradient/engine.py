@@ -152,9 +152,11 @@ class NoisyGradientSchedule:
         self.n_averaged = max(1, int(round(float(average) * self.n_steps)))
 
 
-def _check_settings(estimator, n_train, n_total, eta, clip_norm, learning_rate, batch_size, n_epochs):
+def _check_settings(estimator, n_train, n_total, eta, clip_norm, learning_rate, batch_size, n_epochs, average):
     """Validate what the run depends on; every check reads public arguments only."""
     check_eta(_OWNER, eta)
+    check_interval(_OWNER, "average", average, 0, 1, closed="right",
+                   why="it is the share of the last iterates averaged into the release.")
     check_int(_OWNER, "n_total", n_total, n_train, None,
               why=f"it is the size of D, which holds D_train's {n_train} rows.")
     if clip_norm is not None:
@@ -357,7 +359,7 @@ def fit_noisy_gradient(
     X, names = _design(X_train)
     k = X.shape[0]
     batch_size = min(DEFAULTS["batch_size"], k) if batch_size is None else batch_size
-    _check_settings(estimator, k, n_total, eta, clip_norm, learning_rate, batch_size, n_epochs)
+    _check_settings(estimator, k, n_total, eta, clip_norm, learning_rate, batch_size, n_epochs, average)
     y, classes = _labels(estimator, y_train, classes, k)
     if sample_weight is not None:
         from sklearn.linear_model import GammaRegressor, PoissonRegressor, TweedieRegressor
@@ -370,8 +372,6 @@ def fit_noisy_gradient(
         sample_weight = np.asarray(sample_weight, dtype=np.float64).ravel()
         if sample_weight.shape != (k,) or not np.all(np.isfinite(sample_weight) & (sample_weight >= 0)):
             raise ValueError(f"{_OWNER}: sample_weight must hold {k} finite non-negative weights.")
-    check_interval(_OWNER, "average", average, 0, 1, closed="right",
-                   why="it is the share of the last iterates averaged into the release.")
     schedule = NoisyGradientSchedule(k, batch_size, n_epochs, average)
     sigma, bound = noise_multiplier_for_eta(eta, schedule.sample_rate, schedule.n_steps)
     if clip_norm is None:
@@ -403,8 +403,8 @@ def fit_noisy_gradient(
 
 
 def _n_iter_like(estimator, n_steps):
-    """``n_iter_`` in the estimator's own form: an array of one entry for the classifiers'
-    ``LogisticRegression``/``LinearSVC``, an int for the regressors."""
+    """``n_iter_`` in the estimator's own form: an array of one entry for ``LogisticRegression``,
+    an int for the others (``LinearSVC`` and the regressors)."""
     from sklearn.linear_model import LogisticRegression
 
     if isinstance(estimator, LogisticRegression):
