@@ -62,7 +62,7 @@ def german_design(seed):
     return StandardScaler(), X_d, y_d, X_te, y_te
 
 
-def one_run(design, seed, eta, draws=(None,), **settings):
+def one_run(design, seed, eta, draws=(None,), C=0.1, **settings):
     """Fit the transformer on D, the engine on a random half of D (one fit per noise draw, the
     noise seeded by ``(seed, draw)``, or by ``seed`` for ``draw=None``); accuracies, the
     non-private ceiling, seconds per fit, the last fit's details."""
@@ -76,11 +76,11 @@ def one_run(design, seed, eta, draws=(None,), **settings):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the fixed seed's PrivacyWarning
             clf, details = fit_noisy_gradient(
-                LogisticRegression(C=0.1), Z[rows], y_d[rows], n_total=len(y_d), eta=eta, classes=np.unique(y_d),
+                LogisticRegression(C=C), Z[rows], y_d[rows], n_total=len(y_d), eta=eta, classes=np.unique(y_d),
                 random_state=seed if draw is None else np.random.default_rng([seed, draw]), **settings)
         seconds.append(time.perf_counter() - start)
         accs.append(clf.score(transformer.transform(X_te), y_te))
-    ceiling = LogisticRegression(C=0.1, max_iter=1000).fit(Z[rows], y_d[rows]).score(transformer.transform(X_te), y_te)
+    ceiling = LogisticRegression(C=C, max_iter=1000).fit(Z[rows], y_d[rows]).score(transformer.transform(X_te), y_te)
     return accs, ceiling, seconds, details
 
 
@@ -100,7 +100,7 @@ def schedules(args):
         batch, epochs, step, clip, average = (float(v) for v in text.split(","))
         settings = dict(batch_size=int(batch), n_epochs=int(epochs), learning_rate=step,
                         clip_norm=None if clip == 0 else clip, average=max(average, 1e-12))  # 0: last iterate
-        runs = [one_run(DESIGNS[args.data](seed), seed, args.eta, draws=range(args.draws), **settings)
+        runs = [one_run(DESIGNS[args.data](seed), seed, args.eta, draws=range(args.draws), C=args.C, **settings)
                 for seed in range(args.seeds)]
         accs = np.concatenate([r[0] for r in runs])
         det = runs[-1][3]
@@ -118,6 +118,7 @@ def main(argv=None):
                    help='compare schedules "batch,epochs,step,clip,average" (clip 0: the default rule)')
     p.add_argument("--data", choices=tuple(DESIGNS), default="german_numeric", help="with --schedules")
     p.add_argument("--draws", type=int, default=2, help="with --schedules: noise draws per split")
+    p.add_argument("--C", type=float, default=0.1, help="with --schedules: LogisticRegression's C (inf: no penalty)")
     args = H.parse(p, argv, quick={"seeds": 2, "reps": 1}, smoke={"seeds": 1})
     if args.schedules:
         return schedules(args)
