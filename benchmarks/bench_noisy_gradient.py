@@ -19,7 +19,8 @@ Run (about two minutes on one shared core)::
 
 ``--schedules "64,10,0.5,0,0.5" ...`` instead compares schedules (batch, epochs, step size, clipping
 norm with 0 for the default rule, averaged share with 0 for the last iterate) on ``--data``, ``--draws`` noise draws per split:
-how the defaults were chosen.
+how the defaults were chosen. ``--torch`` runs skmip.nn's torch DP-SGD at the same noise on
+``--data`` (needs the torch extra).
 
 Each row also gives the non-private model on the same D_train (the ceiling) and the printed
 ``mip_bound`` with the noise multiplier, sample rate and steps of the run. The D_train draw and
@@ -40,7 +41,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
-from skmip.calibration.noisy_gradient import fit_noisy_gradient
+from skmip.calibration.noisy_gradient import NoisyGradientSchedule, fit_noisy_gradient, noise_multiplier_for_eta
 from skmip.datasets import load_dataset
 
 
@@ -111,6 +112,32 @@ def schedules(args):
                           "min-max", "non-private"], rows))
 
 
+def torch_baseline(args):
+    """``--torch``: skmip.nn's torch DP-SGD (``DPSGDLogisticRegression``: Opacus, batches of 64
+    expected rows, 10 epochs, clipping 1, step 0.5, no penalty) at the noise multiplier of this
+    engine's default schedule, on the same splits and D_train, ``--draws`` draws per split."""
+    H.requires("torch", 'pip install "skmip[torch]"')
+    from skmip.nn import DPSGDLogisticRegression
+
+    accs, bounds = [], []
+    for seed in range(args.seeds):
+        transformer, X_d, y_d, X_te, y_te = DESIGNS[args.data](seed)
+        Z, y_d = transformer.fit(X_d).transform(X_d), np.asarray(y_d)
+        Z, Z_te = (M.toarray() if hasattr(M, "toarray") else M for M in (Z, transformer.transform(X_te)))
+        rows = np.random.default_rng(seed).permutation(len(y_d))[: len(y_d) // 2]
+        schedule = NoisyGradientSchedule(len(rows), 64, 10)
+        sigma, _ = noise_multiplier_for_eta(args.eta, schedule.sample_rate, schedule.n_steps)
+        for draw in range(args.draws):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                net = DPSGDLogisticRegression(noise_multiplier=sigma, max_epochs=10, batch_size=64, lr=0.5,
+                                              random_state=10 * seed + draw).fit(Z[rows], y_d[rows])
+            accs.append(net.score(Z_te, y_te))
+            bounds.append(net.mip_bound_)
+    print(f"torch DP-SGD on {args.data}: sigma {sigma:.2f}, mip_bound_ <= {max(bounds):.4f}, test accuracy "
+          f"{np.mean(accs):.4f} ({min(accs):.3f}-{max(accs):.3f}) over {args.seeds} splits x {args.draws} draws")
+
+
 def main(argv=None):
     p = H.parser(__doc__, seeds=5, reps=3, quick="adult on 4,000 rows, one adult and two German splits")
     p.add_argument("--eta", type=float, default=0.1)
@@ -118,8 +145,11 @@ def main(argv=None):
                    help='compare schedules "batch,epochs,step,clip,average" (clip 0: the default rule)')
     p.add_argument("--data", choices=tuple(DESIGNS), default="german_numeric", help="with --schedules")
     p.add_argument("--draws", type=int, default=2, help="with --schedules: noise draws per split")
+    p.add_argument("--torch", action="store_true", help="on --data: skmip.nn's torch DP-SGD at the same noise")
     p.add_argument("--C", type=float, default=0.1, help="with --schedules: LogisticRegression's C (inf: no penalty)")
     args = H.parse(p, argv, quick={"seeds": 2, "reps": 1}, smoke={"seeds": 1})
+    if args.torch:
+        return torch_baseline(args)
     if args.schedules:
         return schedules(args)
     n_adult = 4000 if args.quick else None
