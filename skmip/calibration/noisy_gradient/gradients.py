@@ -160,6 +160,14 @@ class RowObjective:
     n_train : int
         :math:`k`, the number of rows of D_train (public: a function of ``n`` and ``train_size``).
 
+    Raises
+    ------
+    TypeError
+        If no smooth loss is registered for the template's class.
+    ValueError
+        If the estimator's settings leave the registered objective, or its regulariser is not
+        affine in the number of rows.
+
     Attributes
     ----------
     adapter : ParamAdapter
@@ -175,7 +183,10 @@ class RowObjective:
     def __init__(self, template, n_train):
         self.loss = get_smooth_loss(template)
         if self.loss is None:
-            raise ValueError(f"no smooth loss is registered for {type(template).__name__}.")
+            raise TypeError(
+                f"RowObjective: no smooth loss is registered for {type(template).__name__}; register its "
+                "objective with skmip.calibration.losses.registry.register_smooth_loss."
+            )
         self.loss.check(template)
         self.adapter = get_adapter(template)
         self.dim = self.adapter.get_vector(template).size
@@ -207,8 +218,9 @@ class RowObjective:
         r1, r2, r3 = (self._regularizer_at(m) for m in (1, 2, 3))
         if not np.allclose(r3 - r2, r2 - r1, rtol=1e-12, atol=0.0):
             raise ValueError(
-                f"the registered regulariser of {type(self._model).__name__} is not affine in the "
-                "number of training rows; the noisy-gradient engine cannot scale it to D_train."
+                f"RowObjective: the registered regulariser of {type(self._model).__name__} is not affine "
+                "in the number of training rows; the noisy-gradient engine cannot scale it to D_train. "
+                "Register an objective whose penalty is fixed or proportional to the rows."
             )
         return r1 + (k - 1) * (r2 - r1)
 
