@@ -13,6 +13,7 @@ import numpy as np
 from skmip.utils.validation import ETA_WHY
 
 from skmip.bounds._common import scalar_or_array as _out
+from skmip.bounds.rounding import format_up, relative_error, round_up
 
 __all__ = [
     "mip_noise_constant",
@@ -124,7 +125,8 @@ def dp_to_mip(epsilon, delta=0.0):
         raise ValueError(f"epsilon must be >= 0; got {epsilon.tolist()!r}.")
     if np.any(~((delta >= 0) & (delta <= 1))):
         raise ValueError(f"delta must be in [0, 1]; got {delta.tolist()!r}.")
-    return _out(delta + (1.0 - delta) * expit(epsilon) - 0.5)
+    # expit to a few ulps, four roundings, all of magnitude <= 1: rounded up by their bound.
+    return _out(round_up(delta + (1.0 - delta) * expit(epsilon) - 0.5, abs_err=relative_error(8), upper=0.5))
 
 
 def profile_to_mip(tv):
@@ -386,9 +388,10 @@ def mip_promise(eta, n_train, n_samples):
     """
     eta = float(_check_eta(eta))
     prior = mip_prior(n_train, n_samples)
-    total = min(1.0, prior + eta)
+    total = round_up(prior + eta, abs_err=relative_error(2), upper=1.0)
+    # Printed rounded up (format_up): a bound read off the text is never below the theorem's.
     return (
-        f"accuracy <= max(k/n, 1-k/n) + eta = {prior:.3g} + {eta:g} = {total:.3g} "
+        f"accuracy <= max(k/n, 1-k/n) + eta = {format_up(prior)} + {eta:g} = {format_up(total)} "
         f"(k = {int(n_train)} of n = {int(n_samples)})"
     )
 
