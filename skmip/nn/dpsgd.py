@@ -130,6 +130,8 @@ class DPNeuralNetClassifier(MIPPromiseMixin, NeuralNetClassifier):
         says so); use it for tests only.
     batch_size : int, default=128
         Expected batch size (Poisson, ``"dp"``) or exact batch size (``"gdp"``/``"gmip"``).
+        One larger than the training rows is clipped to their number (as skorch does), and
+        the accounting uses the clipped batch (``sample_rate_`` at most 1).
     **kwargs
         Every other skorch argument (``lr``, ``max_epochs``, ``optimizer``, ...).
         ``train_split`` must stay None (a validation split would compute un-noised
@@ -288,10 +290,15 @@ class DPNeuralNetClassifier(MIPPromiseMixin, NeuralNetClassifier):
         n = len(dataset)
         delta, K = check_privacy_settings(self, n)
         check_privacy_seed(self._owner(), self.random_state)
+        # score/predict leave the module in eval mode; Opacus' validator and per-sample
+        # hooks need training mode (a partial_fit after a score).
+        self.module_.train()
         ModuleValidator.validate(self.module_, strict=True)
         rng = self._release_rng()
 
-        B = int(self.batch_size)
+        # A batch larger than the data is clipped, as skorch does; the accounting reads the
+        # clipped batch (q = B / n <= 1), the one the loader draws.
+        B = min(int(self.batch_size), n)
         q = B / n
         # Poisson: int(1 / q) steps per epoch, as Opacus' DPDataLoader; fixed: n // B.
         steps_per_epoch = max(1, int(1 / q)) if self.privacy == "dp" else max(1, n // B)
