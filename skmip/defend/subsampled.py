@@ -20,7 +20,10 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from skmip.utils.rng import draw_seed, fix_inner_random_state, resolve_rng
 from skmip.utils.deprecation import RenamedParametersMixin, is_unset, renamed_parameter
-from skmip.utils.validation import check_class_labels, check_interval, check_predict_input, input_errors
+from skmip.utils.validation import (
+    check_class_labels, check_interval, check_predict_input, input_errors,
+    refuse_dp_sample_weight,
+)
 from skmip.bounds.subsampling import (
     epsilon_for_positive_accuracy,
     negative_accuracy_bound,
@@ -270,7 +273,7 @@ class SubsampledDPClassifier(RenamedParametersMixin, PromiseMixin, MetaEstimator
             self.__dict__.pop(name, None)
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X: ArrayLike, y: ArrayLike):
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight=None):
         """Poisson-subsample the rows, fit the DP classifier on them, compute the bounds.
 
         Parameters
@@ -279,6 +282,9 @@ class SubsampledDPClassifier(RenamedParametersMixin, PromiseMixin, MetaEstimator
             The pool of records; each row is kept with probability ``train_size``.
         y : array-like of shape (n_samples,)
             Class labels.
+        sample_weight : None
+            Not supported (a ValueError says why): weights change the sensitivity the DP
+            noise is calibrated to.
 
         Returns
         -------
@@ -294,6 +300,7 @@ class SubsampledDPClassifier(RenamedParametersMixin, PromiseMixin, MetaEstimator
         TypeError
             If the inner estimator is not DP-capable.
         """
+        refuse_dp_sample_weight(_OWNER, sample_weight)
         t = self._train_size(warn=True)
         self._validate_hyperparameters()
         inner = clone(self._inner_template())
