@@ -146,9 +146,21 @@ def parse_params(pairs) -> dict:
     return out
 
 
+def _check_instance(option, value, est):
+    """Refuse a class where an estimator instance is needed (a pickled class, issue 31): a
+    class has ``fit`` and ``get_params`` too, and scikit-learn's checks then fail obscurely."""
+    if isinstance(est, type):
+        name = f"{est.__module__}.{est.__qualname__}"
+        raise PlanError(
+            f"{option} {value}: holds the class {name}, not an estimator; pickle an unfitted "
+            f"instance instead, e.g. joblib.dump({est.__qualname__}(), {str(value)!r})."
+        )
+
+
 def _check_classifier(option, value, est):
     from sklearn.base import is_classifier
 
+    _check_instance(option, value, est)
     if not (hasattr(est, "fit") and hasattr(est, "get_params")):
         raise PlanError(f"{option} {value}: {type(est).__name__} is not a scikit-learn estimator (no fit/get_params).")
     if not is_classifier(est):
