@@ -75,7 +75,9 @@ def mip_noise_constant(eta, moment=2):
     moment = np.asarray(moment, dtype=np.float64)
     if np.any(~(moment >= 2)):
         raise ValueError(f"moment must be >= 2 (Corollary 10 assumes M >= 2); got {moment.tolist()!r}.")
-    return _out((6.16 / eta) ** (1.0 + 2.0 / moment))
+    # Rounded up (a larger radius scale is more noise): the quotient, the exponent and pow
+    # round, pow to a few ulps, and the exponent's error is magnified by log(6.16 / eta) <= 6.
+    return _out(round_up((6.16 / eta) ** (1.0 + 2.0 / moment), rel_err=relative_error(24)))
 
 
 def dp_to_mip(epsilon, delta=0.0):

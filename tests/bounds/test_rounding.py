@@ -140,3 +140,12 @@ def test_closed_form_levels_are_above_their_exact_values(x):
     assert mu_to_eta(x) >= mpmath.ncdf(mpmath.mpf(x) / 2) - mpmath.mpf(0.5)
     exact = mpmath.mpf(1e-5) + (1 - mpmath.mpf(1e-5)) / (1 + mpmath.exp(-mpmath.mpf(x))) - mpmath.mpf(0.5)
     assert dp_to_mip(x, 1e-5) >= exact
+
+
+@pytest.mark.parametrize("eta, moment", [(0.1, 2), (0.013, 3), (0.5, 7.5)])
+def test_the_noise_constant_is_at_least_corollary_10s(eta, moment):
+    from skmip.bounds import mip_noise_constant
+
+    exact = (mpmath.mpf("6.16") / mpmath.mpf(eta)) ** (1 + 2 / mpmath.mpf(moment))
+    assert mip_noise_constant(eta, moment=moment) >= exact
+    assert mip_noise_constant(eta, moment=moment) == pytest.approx(float(exact), rel=1e-13)
