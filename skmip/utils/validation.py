@@ -160,21 +160,25 @@ def check_sample_weight(owner, fit_params, n, classes_of=None):
             )
 
 
-def refuse_dp_sample_weight(owner, sample_weight):
-    """Refuse ``sample_weight`` for a DP learner whose epsilon is accounted for unit weights.
+def refuse_dp_sample_weight(owner, fit_params):
+    """Refuse fit parameters of a DP learner whose epsilon is accounted for unit weights.
 
-    A row of weight ``w`` moves a weighted objective (or gradient sum) ``w`` times as far as
-    a row of weight 1, so the sensitivity the noise was calibrated to -- and with it epsilon
-    and every bound derived from it -- would be ``max(w)`` times too small. Accepting the
-    weights silently would print a promise that does not hold; ignoring them would fit
-    another model than the one asked for.
+    ``fit`` takes ``**fit_params`` only to answer ``sample_weight`` in words: its signature
+    does not name it, so ``has_fit_parameter(est, "sample_weight")`` stays False and
+    meta-estimators (bagging, boosting) see that weights are not supported. A row of weight
+    ``w`` moves a weighted objective (or gradient sum) ``w`` times as far as a row of
+    weight 1, so the sensitivity the noise was calibrated to -- and with it epsilon and every
+    bound derived from it -- would be ``max(w)`` times too small; ignoring the weights
+    would fit another model than the one asked for.
 
     Raises
     ------
     ValueError
-        If ``sample_weight`` is not None.
+        If ``fit_params`` holds ``sample_weight`` (not None).
+    TypeError
+        For any other fit parameter (Python's message for an unknown keyword).
     """
-    if sample_weight is not None:
+    if fit_params.get("sample_weight") is not None:
         raise ValueError(
             f"{owner}: sample_weight is not supported: a row's weight scales its influence on "
             "the DP learner, so the sensitivity its noise is calibrated to (and epsilon, and the "
@@ -182,6 +186,9 @@ def refuse_dp_sample_weight(owner, sample_weight):
             "weight by frequency, repeat rows (each copy is then a record the promise covers), "
             "or use MIPNoiseWrapper, whose calibration accounts the weights."
         )
+    unknown = sorted(k for k in fit_params if k != "sample_weight")
+    if unknown:
+        raise TypeError(f"{owner}.fit() got an unexpected keyword argument {unknown[0]!r}")
 
 
 def check_magnitude(owner, X):
