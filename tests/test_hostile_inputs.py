@@ -5,6 +5,10 @@ thing that is wrong (the parameter, the value); a success must be a usable model
 valid predictions or samples; never an all-zero model). A failed refit must leave the previous
 fitted state untouched.
 
+A second matrix plays the ``skmip`` command on hostile files and paths (CSV input, output
+files, pickles): each must end in a one-line error naming the option or column and the fix
+(exit code 2), before any model is fitted, and leave no file behind.
+
 Not in the matrix: the torch estimators of ``skmip.nn`` (``NeuralNetClassifier``,
 ``DPNeuralNetClassifier``, ``DPSGDLogisticRegression``, ``PrivateHeadClassifier``), whose input
 validation is being reworked separately.
@@ -184,8 +188,14 @@ def _expectation(case, spec, name):
     if case == "sample_weight":
         if spec.accepts_fit_params:
             return _error(ValueError, cls, "sample_weight", rf"\({N},\)", r"\(39,\)")
+        if cls in ("SubsampledDPClassifier", "DPLogisticRegression"):
+            # Weights would change the sensitivity the DP noise is calibrated to (issue 31).
+            return _error(ValueError, cls, "sample_weight is not supported", "sensitivity")
         # Python's own signature error: it names the method and the parameter.
         return _error(TypeError, r"fit\(\) got an unexpected keyword argument 'sample_weight'")
+    if case == "zero_weight_class":
+        # Issue 31: was "the objective's Hessian at the fit is not positive definite".
+        return _error(ValueError, cls, "class 1", "total sample_weight of 0", "positive weight")
     if case == "bad_param":
         return _error(ValueError, cls, spec.bad_param[0].rstrip("s"), "got")
     if case == "n_jobs_0":
@@ -198,8 +208,8 @@ def _expectation(case, spec, name):
 
 
 CASES = ("nan", "inf", "huge", "empty", "one_row", "two_rows", "one_class", "string_labels",
-         "dataframe", "sparse", "float32", "sample_weight", "bad_param", "n_jobs_0",
-         "predict_before_fit", "wrong_n_features", "failed_refit")
+         "dataframe", "sparse", "float32", "sample_weight", "zero_weight_class", "bad_param",
+         "n_jobs_0", "predict_before_fit", "wrong_n_features", "failed_refit")
 
 
 def _run(case, spec, X, y):
@@ -232,6 +242,8 @@ def _run(case, spec, X, y):
         X = X.astype(np.float32)
     elif case == "sample_weight":
         kw = {"sample_weight": np.ones(N - 1)}
+    elif case == "zero_weight_class":
+        kw = {"sample_weight": np.where(y == 1, 0.0, 1.0)}
     elif case == "bad_param":
         est.set_params(**{spec.bad_param[0]: spec.bad_param[1]})
     elif case == "n_jobs_0":
@@ -252,6 +264,8 @@ def _matrix():
         for case in CASES:
             if case == "n_jobs_0" and "n_jobs" not in spec.make().get_params():
                 continue
+            if case == "zero_weight_class" and not name.startswith("MIPNoiseWrapper"):
+                continue  # the others refuse any sample_weight (the "sample_weight" case)
             if case == "wrong_n_features" and spec.use == "sample" and spec.categorical:
                 continue  # marginal synthesizers have no method that takes X after fit
             marks = []
@@ -319,3 +333,79 @@ def test_features_too_large_for_the_solver_give_an_error_not_an_all_zero_model(m
     if method == "moments":
         assert "did not depend on the data" in str(info.value)
     assert not hasattr(wrapper, "estimator_")
+
+
+# ----------------------------------------------------------------------------- the command
+def _csv(path, header, rows):
+    path.write_text("\n".join([header, *rows]) + "\n")
+    return str(path)
+
+
+def _numbers(n, labels):
+    rng = np.random.default_rng(0)
+    return [f"{rng.normal():.3f},{rng.normal():.3f},{label}" for label, _ in zip(labels, range(n))]
+
+
+def _class_pickle(tmp_path):
+    import pickle
+
+    path = tmp_path / "cls.pkl"
+    path.write_bytes(pickle.dumps(LogisticRegression))  # the class, not an instance
+    return str(path)
+
+
+#: case -> (argv from tmp_path, patterns the error must hold). Every case exits with 2.
+COMMAND_CASES = {
+    "csv_duplicate_column": (
+        lambda t: ["--dataset", _csv(t / "dup.csv", "a,label,label", [f"{i},{i % 2},{i % 2}" for i in range(60)]),
+                   "--target", "label"],
+        ["'label' \\(columns 2, 3\\)", "more than once", "rename"]),
+    "csv_field_over_131072_characters": (
+        lambda t: ["--dataset", _csv(t / "long.csv", "a,b,label", ["1,2,0", '3,"' + "x" * 140_000 + '",1']),
+                   "--target", "label"],
+        ["line 3", "longer than 131,072 characters", "quote"]),
+    "csv_1000_target_classes": (
+        lambda t: ["--dataset", _csv(t / "many.csv", "a,b,label", _numbers(2000, [i % 1000 for i in range(2000)])),
+                   "--target", "label"],
+        ["--target", "1000 classes", "Merge rare classes"]),
+    "estimator_file_holds_a_class": (
+        lambda t: ["--dataset", "iris", "--estimator-file", _class_pickle(t)],
+        ["--estimator-file", "holds the class sklearn.linear_model", "unfitted instance"]),
+    "json_is_a_directory": (
+        lambda t: ["--dataset", "iris", "--json", str(t)], ["--json", "is a directory", "name a file in it"]),
+    "json_folder_missing": (
+        lambda t: ["--dataset", "iris", "--json", str(t / "nope" / "out.json")], ["--json", "does not exist"]),
+    "report_is_a_directory": (
+        lambda t: ["--dataset", "iris", "--report", str(t)], ["--report", "is a directory"]),
+    "synthesizer_with_report": (
+        lambda t: ["--synthesizer", "mip-marginal", "--report", str(t / "x.html")],
+        ["--report", "no HTML report", "drop --report"]),
+    "json_and_report_one_file": (
+        lambda t: ["--dataset", "iris", "--json", str(t / "a"), "--report", str(t / "a")],
+        ["same file", "name two files"]),
+}
+
+
+@pytest.mark.parametrize("case", list(COMMAND_CASES))
+def test_hostile_command_input(case, tmp_path, capsys):
+    from skmip.app.cli import main
+
+    make_argv, patterns = COMMAND_CASES[case]
+    argv = make_argv(tmp_path)  # writes the case's input files
+    before = set(tmp_path.rglob("*"))
+    assert main([*argv, "-q", "--n-models", "4"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("skmip: error: ") and "Traceback" not in err
+    for pattern in patterns:
+        assert re.search(pattern, err), f"{case}: the error does not say {pattern!r}: {err}"
+    # Refused before any work: nothing written (no DIR.tmp, no partial report).
+    assert set(tmp_path.rglob("*")) == before
+
+
+def test_csv_target_spellings_are_one_class(tmp_path):
+    from skmip.datasets import load_csv
+
+    path = _csv(tmp_path / "spell.csv", "a,b,label", _numbers(8, ["1", "1.0", " 1", "0", "+1e0", "0.0", "1", "0"]))
+    bunch = load_csv(path, "label")
+    assert bunch.target_names == ["0", "1"]
+    assert bunch.target.tolist() == [1, 1, 1, 0, 1, 0, 1, 0]

@@ -148,9 +148,21 @@ def parse_params(pairs) -> dict:
     return out
 
 
+def _check_instance(option, value, est):
+    """Refuse a class where an estimator instance is needed (a pickled class, issue 31): a
+    class has ``fit`` and ``get_params`` too, and scikit-learn's checks then fail obscurely."""
+    if isinstance(est, type):
+        name = f"{est.__module__}.{est.__qualname__}"
+        raise PlanError(
+            f"{option} {value}: holds the class {name}, not an estimator; pickle an unfitted "
+            f"instance instead, e.g. joblib.dump({est.__qualname__}(), {str(value)!r})."
+        )
+
+
 def _check_classifier(option, value, est):
     from sklearn.base import is_classifier
 
+    _check_instance(option, value, est)
     if not (hasattr(est, "fit") and hasattr(est, "get_params")):
         raise PlanError(f"{option} {value}: {type(est).__name__} is not a scikit-learn estimator (no fit/get_params).")
     if not is_classifier(est):
@@ -284,11 +296,6 @@ def estimator_from_file(path: str) -> EstimatorSpec:
             f"--estimator-file {path}: cannot unpickle it ({type(exc).__name__}: {exc}). Save the "
             "estimator with pickle.dump or joblib.dump in an environment with the same packages."
         ) from None
-    if isinstance(est, type):
-        raise PlanError(
-            f"--estimator-file {path}: the file holds the class {est.__name__}, not an estimator; "
-            f"pickle an instance, e.g. joblib.dump({est.__name__}(), {os.path.basename(path)!r})."
-        )
     _check_classifier("--estimator-file", path, est)
     _refuse_io("--estimator-file", path, est)
     try:
@@ -404,8 +411,9 @@ def _mip_promise_text(eta, n_train, n_samples):
     """The MIP row's promise column: Definition 1's sentence (one source,
     :func:`skmip.bounds.mip_promise`) and the ROC line the game checks (k = n/2 there)."""
     from skmip.bounds import mip_promise
+    from skmip.bounds.rounding import format_up
 
-    return (f"eta-MIP, eta={eta:g}: {mip_promise(eta, n_train, n_samples)}, TPR <= FPR + {2 * eta:.3g} "
+    return (f"eta-MIP, eta={eta:g}: {mip_promise(eta, n_train, n_samples)}, TPR <= FPR + {format_up(2 * eta)} "
             "in the half-pool game (Izzo et al. Def. 1, Thm 8 corrected)")
 
 
@@ -517,6 +525,7 @@ def _plan_subsampled_dp(spec, est, options, d, k, n_rows, rows, skipped):
 def _gmip_row(spec, base, options):
     """The row of noisy SGD calibrated to mu-GMIP (Leemann et al.) on ``base``'s network."""
     from skmip.bounds import gaussian_tradeoff, mu_to_eta
+    from skmip.bounds.rounding import format_up
 
     mu = options.mu
 
@@ -530,7 +539,7 @@ def _gmip_row(spec, base, options):
     return AuditRow(
         spec.name, f"GMIP noisy SGD mu={mu:g}", "gmip", make,
         f"mu-GMIP (a CLT approximation, not a bound), mu={mu:g}: TPR ~ Phi(Phi^-1(FPR) + {mu:g}) = {bound:.3f} at 1% FPR, "
-        f"accuracy <= {0.5 + eta:.3g} (Leemann et al. Def. 4.3, Thm 4.2)",
+        f"accuracy <= {format_up(0.5 + eta)} (Leemann et al. Def. 4.3, Thm 4.2)",
         eta=eta, mu=mu, promised_tpr=bound,
     )
 
@@ -538,6 +547,7 @@ def _gmip_row(spec, base, options):
 def _dp_sgd_row(spec, base, options):
     """The row of DP-SGD at ``options.epsilon`` (Abadi et al.) on ``base``'s network."""
     from skmip.bounds import mip_tpr_bound
+    from skmip.bounds.rounding import format_up
 
     eps = options.epsilon
 
@@ -550,8 +560,8 @@ def _dp_sgd_row(spec, base, options):
         eta = float(model.mip_bound_)
         promise = (
             f"({eps:g}, {model.delta_:.1e})-DP add/remove (Abadi et al., PLD accountant); "
-            f"eta-MIP with eta = replace-one TV/2 = {eta:.3f} (PLD; Izzo et al. Def. 1, "
-            f"skmip.bounds.profile_to_mip): TPR <= FPR + {2 * eta:.3f}"
+            f"eta-MIP with eta = replace-one TV/2 = {format_up(eta)} (PLD; Izzo et al. Def. 1, "
+            f"skmip.bounds.profile_to_mip): TPR <= FPR + {format_up(2 * eta)}"
         )
         return promise, eta, float(mip_tpr_bound(FPR, eta))
 

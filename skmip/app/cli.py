@@ -29,6 +29,7 @@ import numpy as np
 
 from skmip.app.audit_plan import ALIASES, FPR, SHOWCASE, PlanError
 from skmip.app.options import build_parser
+from skmip.app.output_files import OutputPathError, check_output_path, write_atomically
 from skmip.app.report import NOTE, calibration_of, fit_warning_lines, format_table, format_warnings
 
 __all__ = ["main", "build_parser", "run", "format_table"]
@@ -115,7 +116,31 @@ def _load(args):
         )
     if np.unique(y).size < 2:
         raise CLIError("--target: the label column has a single value; a classifier needs two or more classes.")
+    _check_class_sizes(y, bunch)
     return bunch
+
+
+#: The share of rows held out for utility (stratified by class).
+TEST_SHARE = 0.3
+
+
+def _check_class_sizes(y, bunch):
+    """Every class must fit the stratified split into the audit pool and the held-out rows."""
+    labels, counts = np.unique(y, return_counts=True)
+    n, k = len(y), labels.size
+    n_test = int(np.ceil(TEST_SHARE * n))
+    rare = np.flatnonzero(counts < 2)
+    if k > min(n_test, n - n_test) or rare.size:
+        names = list(getattr(bunch, "target_names", []) or [])
+        shown = [names[int(c)] if c < len(names) else str(c) for c in labels[rare[:3]].tolist()]
+        raise CLIError(
+            f"--target: the label column has {k} classes for {n} rows"
+            + (f", {rare.size} of them with a single row (e.g. {', '.join(shown)})" if rare.size else "")
+            + f". The audit holds out {TEST_SHARE:.0%} of the rows by class (stratified), which needs "
+            f"every class at least twice and at most {min(n_test, n - n_test)} classes. Merge rare "
+            "classes (e.g. into 'other'), or name another --target: a label with one value per few "
+            "rows is an identifier, not a class."
+        )
 
 
 def _preprocess(bunch, missing, say):
@@ -207,7 +232,7 @@ def run(args, say=print, on_row=None):
     X, names = _preprocess(bunch, args.missing, say)
     y = bunch.target
     X_pool, X_test, y_pool, y_test = train_test_split(
-        X, y, test_size=0.3, random_state=args.seed, stratify=y
+        X, y, test_size=TEST_SHARE, random_state=args.seed, stratify=y
     )
     say(f"dataset {bunch.description}: {len(X)} rows, {X.shape[1]} features; "
         f"{len(X_pool)} in the audit pool, {len(X_test)} held out for utility")
@@ -372,6 +397,24 @@ def _validate(args):
             raise CLIError('--report needs matplotlib: pip install "skmip[plot]"') from None
 
 
+def _check_outputs(args):
+    """Refuse, before any work, output paths the command could not write at the end."""
+    if args.synthesizer and args.report:
+        raise CLIError(f"--report {args.report}: the synthesizer audit has no HTML report (it prints "
+                       "its table and writes --json); drop --report, or audit a model for one.")
+    targets = {}
+    for option in ("--json", "--report"):
+        path = getattr(args, option[2:])
+        if path:
+            try:
+                target = check_output_path(option, path)
+            except OutputPathError as exc:
+                raise CLIError(str(exc)) from None
+            if target in targets:
+                raise CLIError(f"{option} {path}: is the same file as {targets[target]}; name two files.")
+            targets[target] = f"{option} {path}"
+
+
 def _title(bunch, args, names):
     attacks = "strongest of " + ("rmia, lira, loss" if not args.attack or "auto" in args.attack
                                   else ", ".join(dict.fromkeys(args.attack)))
@@ -397,16 +440,14 @@ def _write_reports(args, rows, bunch, n_planned, say=None):
     if not complete:
         notes = [f"Partial report: {len(rows)} of {n_planned} rows finished so far.", *notes]
     if args.json:
-        tmp = f"{args.json}.tmp"
-        with open(tmp, "w") as fh:
-            json.dump({
-                "dataset": bunch.description, "estimator": names, "estimators": bunch.estimators,
-                "n_models": args.n_models, "seed": args.seed, "fpr": FPR,
-                "complete": complete, "rows_planned": n_planned, "results": _public(rows),
-                "not_applicable": [vars(s) for s in bunch.skipped],
-                "feature_names": list(bunch.feature_names),
-            }, fh, indent=2)
-        os.replace(tmp, args.json)  # a reader never sees a half-written file
+        # A reader (or a full disk, or Ctrl-C) never sees a half-written file.
+        write_atomically(args.json, json.dumps({
+            "dataset": bunch.description, "estimator": names, "estimators": bunch.estimators,
+            "n_models": args.n_models, "seed": args.seed, "fpr": FPR,
+            "complete": complete, "rows_planned": n_planned, "results": _public(rows),
+            "not_applicable": [vars(s) for s in bunch.skipped],
+            "feature_names": list(bunch.feature_names),
+        }, indent=2))
         if say is not None:
             say(f"wrote {args.json}")
     if args.report:
@@ -440,6 +481,7 @@ def main(argv=None) -> int:
 
     try:
         _validate(args)
+        _check_outputs(args)
         if args.synthesizer:
             return _audit_synthesizers(args, say)
         rows, bunch = run(args, say, on_row=on_row)

@@ -86,6 +86,15 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
                         "defense that applies to each estimator; the others are listed with the reason.")
 
 
+def _wrapper_default(name):
+    """MIPNoiseWrapper's default for ``name``, read from its signature (never restated here)."""
+    import inspect
+
+    from skmip import MIPNoiseWrapper
+
+    return inspect.signature(MIPNoiseWrapper).parameters[name].default
+
+
 def _add_promise_options(p: argparse.ArgumentParser) -> None:
     """The promises of the defenses (eta, mu, epsilon, bound) and how MIP calibrates."""
     p.add_argument("--eta", type=float, action="append",
@@ -97,8 +106,8 @@ def _add_promise_options(p: argparse.ArgumentParser) -> None:
                         "(coupling where it applies). Default: auto.")
     p.add_argument("--n-rounds", type=int, default=150,
                    help="rounds of swap distances for the coupling calibration (the wrapper's "
-                        "default for a release is 1000; fewer rounds need more noise and only "
-                        "allow larger eta). Default: 150.")
+                        f"default for a release is {_wrapper_default('n_rounds')}; fewer rounds "
+                        "need more noise and only allow larger eta). Default: 150.")
     p.add_argument("--mu", type=float, default=1.0,
                    help="mu of the GMIP noisy-SGD defense (Leemann et al.). Default: 1.")
     p.add_argument("--epsilon", type=float, default=2.0,

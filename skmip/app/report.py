@@ -11,6 +11,9 @@ import base64
 import html
 import io
 
+from skmip.app.output_files import write_atomically
+from skmip.bounds.rounding import format_up
+
 __all__ = ["format_table", "format_warnings", "write_html_report", "calibration_of", "fit_warning_lines", "NOTE"]
 
 #: What the table's columns mean, printed under it.
@@ -42,7 +45,7 @@ def calibration_of(model):
     if method == "synthetic":
         return "synthetic data (Thm. 3)"
     if getattr(model, "epsilon_", None) is not None:
-        return f"DP eps={model.epsilon_:.3g}"
+        return f"DP eps={format_up(model.epsilon_)}"
     return None
 
 
@@ -141,7 +144,7 @@ def _figures(rows):
                     label=f"promise: {mu:g}-GMIP")
         else:
             ax.plot(grid, mip_tpr_bound(grid, eta), ls="--", lw=1.5, color=color,
-                    label=f"promise: {eta:.3g}-MIP (TPR = FPR + 2 eta)")
+                    label=f"promise: {format_up(eta)}-MIP (TPR = FPR + 2 eta)")
     ax.legend(fontsize=7, loc="lower right")
     ax.set_title("ROC of every row's strongest attack (log-log) with the promised bounds")
     roc = _png(fig)
@@ -194,5 +197,4 @@ and Theorem 8, corrected): the dashed lines. A mu-GMIP model promises TPR &le; &
 <h2>Privacy and utility</h2><img alt="privacy-utility plot" src="data:image/png;base64,{pu}">
 </body></html>
 """
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(page)
+    write_atomically(path, page)  # never half-written (skmip.app.output_files)

@@ -20,6 +20,8 @@ import sys
 
 import numpy as np
 
+from skmip.app.output_files import write_atomically
+from skmip.bounds.rounding import format_up
 from skmip.release.domains import infer_domains
 
 __all__ = ["SYNTHESIZERS", "SynthesizerPlanError", "audit_synthesizers", "format_synthesizer_table",
@@ -116,7 +118,8 @@ def _promise_text(auditor):
         return "none"
     eta = auditor.bound_
     what = "eta-MIP" if auditor.bound_promised_ else "target eta (train_size=1.0: no promise)"
-    return f"{what}, eta={eta:.3g}: TPR <= FPR + {2 * eta:.3g} (Izzo et al. Def. 1, Thm 8 corrected)"
+    # Rounded up: a bound read off the text is never below the theorem's (issue 31).
+    return f"{what}, eta={format_up(eta)}: TPR <= FPR + {format_up(2 * eta)} (Izzo et al. Def. 1, Thm 8 corrected)"
 
 
 def audit_synthesizers(bunch, args, say=print) -> int:
@@ -197,11 +200,11 @@ def audit_synthesizers(bunch, args, say=print) -> int:
 
 
 def _write_json(path, bunch, names, args, rows, done):
-    with open(path, "w") as fh:
-        json.dump({
-            "dataset": bunch.description, "columns": names, "n_models": args.n_models, "seed": args.seed,
-            "fpr": list(FPRS), "complete": done, "results": rows,
-        }, fh, indent=2)
+    # Atomically, through a link (skmip.app.output_files): a full disk keeps the last good file.
+    write_atomically(path, json.dumps({
+        "dataset": bunch.description, "columns": names, "n_models": args.n_models, "seed": args.seed,
+        "fpr": list(FPRS), "complete": done, "results": rows,
+    }, indent=2))
 
 
 def format_synthesizer_table(rows) -> str:

@@ -22,7 +22,8 @@ from numpy.typing import ArrayLike
 from scipy.special import erf
 
 from skmip.bounds._common import scalar_or_array
-from skmip.bounds.betting import BET_FRACTIONS, _upper, betting_passes
+from skmip.bounds.betting import BET_FRACTIONS, _capital_error, _upper, betting_passes
+from skmip.bounds.rounding import UNIT_ROUNDOFF, relative_error, round_up
 
 __all__ = ["gaussian_tv"]
 
@@ -172,7 +173,12 @@ def _draw_values(deltas, s, weight, pair_weights=None):
             out[idx] = weight * tv.mean(axis=2)
         else:
             out[idx] = weight * (tv * pair_weights[idx]).sum(axis=2)
-    return out
+    # Rounded up by their round-off bound (each TV a few ulps, a mean of n_pairs non-negative
+    # terms, the factor weight): every bound built on them is non-decreasing in them
+    # (betting) or padded on its own (Maurer & Pontil), so it stays above its exact value.
+    # In place, as the values are >= 0: fl(y (1 + r + 4u)) >= y (1 + r) (one rounding).
+    out *= 1.0 + relative_error(deltas.shape[2] + 12) + 4 * UNIT_ROUNDOFF
+    return np.minimum(out, weight, out=out)
 
 
 class _JensenBounds:
@@ -239,7 +245,9 @@ class _JensenBounds:
 
     @staticmethod
     def _tv(d, s):
-        return erf(d / (s * _SQRT8)) if s > 0 else (d > 0).astype(np.float64)
+        # Upper bounds on TVs of mean distances: rounded up like _draw_values' values.
+        tv = erf(d / (s * _SQRT8)) if s > 0 else (d > 0).astype(np.float64)
+        return round_up(tv, rel_err=relative_error(12), upper=1.0)
 
     def max_mean(self, s, weight):
         """``max_x`` of the mean over draws of ``_draw_values`` at ``s``, exactly."""
@@ -272,7 +280,8 @@ class _JensenBounds:
         while True:
             # A target whose bound is at most best passes at level best; the grouped capital
             # (a lower bound on its capital) shows it for most without reading its draws.
-            idx = np.flatnonzero(~(self._group_capital(slice(None), s, weight, best) >= log_threshold))
+            idx = np.flatnonzero(~(self._group_capital(slice(None), s, weight, best)
+                                   >= log_threshold + _capital_error(self.arr.shape[1])))
             above = np.concatenate([
                 idx[a:a + step][~betting_passes(_draw_values(self.arr[idx[a:a + step]], s, weight), best, weight,
                                                 log_threshold[idx[a:a + step]])]
@@ -291,11 +300,12 @@ class _JensenBounds:
         # capital at eta under the bet theta / weight is m log(1 + theta (eta - c) / weight).
         c = weight * self._tv(self.worst_draw, s)
         capital = m * np.log1p(np.multiply.outer(eta - c, BET_FRACTIONS / weight)).max(axis=1)
-        todo = np.flatnonzero(~(capital >= log_threshold))
+        pad = _capital_error(m)  # the round-off of a computed capital (betting_passes)
+        todo = np.flatnonzero(~(capital >= log_threshold + pad))
         if todo.size:
             # Every draw at most its group's largest (the draws sorted, in _GROUPS groups):
             # the capital is a sum over draws, in any order, non-increasing in each value.
-            todo = todo[~(self._group_capital(todo, s, weight, eta) >= log_threshold[todo])]
+            todo = todo[~(self._group_capital(todo, s, weight, eta) >= log_threshold[todo] + pad)]
         # The rest a block of targets at a time (no copy of the whole array): each draw at
         # most its own bound (Jensen over its pairs), then the exact values where that fails.
         step = max(1, _BLOCK_VALUES // max(1, m * self.arr.shape[2]))

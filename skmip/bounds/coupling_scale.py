@@ -21,6 +21,7 @@ from numpy.typing import ArrayLike
 from skmip.utils.validation import check_eta, check_option
 
 from skmip.bounds.betting import BET_FRACTIONS, betting_passes
+from skmip.bounds.rounding import relative_error, round_up
 from skmip.bounds.bernstein import _bernstein_terms, _log_terms, _ucb_per_target
 from skmip.bounds.coupling_draws import (
     _BOUNDS,
@@ -82,9 +83,10 @@ def _point_root(arr, eta, weight, pw=None, bounds=None):
             f"of {floor:.3g} >= eta={eta}: no noise scale can reach eta. Give every coordinate "
             "that varies a positive scale."
         )
+    rel = _point_error(arr)
     # As s -> 0 every positive distance counts fully; if even that meets eta, no noise is
     # needed (the point estimate is then met at s = 0).
-    if weight * float(bounds.pos_share.max()) <= eta:
+    if round_up(weight * float(bounds.pos_share.max()), rel_err=rel) <= eta:
         return 0.0
     lo, hi = (math.log(v) for v in bounds.finite_range)
     lo, hi = lo - 2.0, hi + 2.0
@@ -92,7 +94,24 @@ def _point_root(arr, eta, weight, pw=None, bounds=None):
         lo -= 4.0
     while excess(hi) > 0:
         hi += 4.0
-    return math.exp(brentq(excess, lo, hi, xtol=1e-10, rtol=1e-12))
+    # Brent's root lands on either side of the exact one; step up from it (the value is
+    # non-increasing in s) until the value, rounded up by its round-off bound, meets eta,
+    # so the exact value of the formula meets it too (skmip.bounds.rounding).
+    s, step = math.exp(brentq(excess, lo, hi, xtol=1e-10, rtol=1e-12)), 2.0**-40
+    while round_up(bounds.max_mean(s, weight), rel_err=rel) > eta:
+        s, step = s * (1.0 + step), 2.0 * step
+    return s
+
+
+def _point_error(arr):
+    """Relative round-off bound of :meth:`_JensenBounds.max_mean` (:mod:`skmip.bounds.rounding`).
+
+    Each TV is ``erf`` (a few ulps) of an argument with three roundings, which moves it by
+    at most as many ulps of itself (``x erf'(x) <= erf(x)``); then a (weighted) mean over the
+    pairs, the factor ``weight`` and a mean over the draws: sums of non-negative terms. The
+    Jensen pruning of the targets costs at most the TV's own error once more.
+    """
+    return relative_error(int(arr.shape[1]) + int(arr.shape[2]) + 24)
 
 
 def coupling_noise_scale(
@@ -211,7 +230,8 @@ def coupling_noise_scale(
     bounds = _JensenBounds(arr, pw)
     s_point = _point_root(arr, eta, weight, pw, bounds)
     if confidence is None:
-        eta_point = bounds.max_mean(s_point, weight) if s_point > 0 else 0.0
+        # Rounded up: with exhaustive deltas this is the exact level that mip_bound_ states.
+        eta_point = round_up(bounds.max_mean(s_point, weight), rel_err=_point_error(arr), upper=weight)
         return CouplingCalibration(s_point, None, eta_point, s_point, None)
 
     alpha = _alpha(owner, confidence)
@@ -224,6 +244,21 @@ def coupling_noise_scale(
     if bound == "betting":
         return _betting_scale(arr, eta, weight, alpha, shares, G, s_point, confidence, bounds)
     return _maurer_pontil_scale(arr, eta, weight, alpha, shares, G, s_point, confidence)
+
+
+def _no_scale_advice(inf_share, m, need):
+    """What to do when no noise scale meets eta: name the cause (issue 31: a refusal advised
+    "n_rounds >= 43" after 400 rounds, when infinite distances were the cause)."""
+    more = f"n_rounds >= {max(need, m + 1)} is necessary"
+    if inf_share > 0:
+        return (
+            f"Up to {inf_share:.3g} of a target's swap distances are infinite: distances the "
+            "certificate could not bound, which count fully at every noise scale, so more rounds "
+            "do not remove them. Bound them: scale or clip the features (docs: 'Bound your "
+            "features'), or pick an engine that certifies these swaps"
+            + (f"; even then {more}." if need > m else ".")
+        )
+    return f"Estimate more draws: {more}."
 
 
 def _maurer_pontil_scale(arr, eta, weight, alpha, shares, G, s_point, confidence):
@@ -246,8 +281,7 @@ def _maurer_pontil_scale(arr, eta, weight, alpha, shares, G, s_point, confidence
             f"{owner}: with {m} draws per target and {n_t} targets at confidence {confidence}, "
             f"the bound cannot go below {floor:.4g} > eta={eta} at any noise scale (Maurer & "
             f"Pontil's range term is 7 c ln(2 n_t / alpha) / (3 (m - 1)) = {range_term.max():.4g}). "
-            f"Estimate more draws: n_rounds >= {need} is necessary"
-            + (" (and no infinite distances)." if np.isinf(arr).any() else ".")
+            + _no_scale_advice(float(np.isinf(arr).mean(axis=(1, 2)).max()), m, need)
         )
 
     def ucb(j, monotone):
@@ -300,8 +334,8 @@ def _betting_scale(arr, eta, weight, alpha, shares, G, s_point, confidence, boun
         need = math.floor(log_threshold.max() / math.log1p(BET_FRACTIONS[0] * eta / weight)) + 1
         raise ValueError(
             f"{owner}: with {m} draws per target and {n_t} targets at confidence {confidence}, "
-            f"the betting bound cannot reach eta={eta} at any noise scale. Estimate more draws: "
-            f"n_rounds >= {need} is necessary" + (" (and no infinite distances)." if bounds.inf_share.max() > 0 else ".")
+            f"the betting bound cannot reach eta={eta} at any noise scale. "
+            + _no_scale_advice(float(bounds.inf_share.max()), m, need)
         )
     smallest = bounds.finite_range[0]
     # Below j_floor every finite positive distance exceeds 2**10 s, where erf(. / sqrt 8) is

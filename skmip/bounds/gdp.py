@@ -20,6 +20,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize, stats
 
+from skmip.bounds.rounding import relative_error, round_up
+
 from skmip.bounds._common import scalar_or_array as _out
 
 __all__ = [
@@ -176,7 +178,8 @@ def mu_to_eta(mu):
     0.19146
     """
     mu = _check_nonneg("mu", mu, allow_inf=True)
-    return _out(stats.norm.cdf(mu / 2) - 0.5)
+    # ndtr to a few ulps of a value <= 1, one subtraction: rounded up by that bound.
+    return _out(round_up(stats.norm.cdf(mu / 2) - 0.5, abs_err=relative_error(6), upper=0.5))
 
 
 def _gdp_delta(eps, mu):

@@ -13,6 +13,7 @@ import numpy as np
 from skmip.utils.validation import ETA_WHY
 
 from skmip.bounds._common import scalar_or_array as _out
+from skmip.bounds.rounding import format_up, relative_error, round_up
 
 __all__ = [
     "mip_noise_constant",
@@ -74,7 +75,9 @@ def mip_noise_constant(eta, moment=2):
     moment = np.asarray(moment, dtype=np.float64)
     if np.any(~(moment >= 2)):
         raise ValueError(f"moment must be >= 2 (Corollary 10 assumes M >= 2); got {moment.tolist()!r}.")
-    return _out((6.16 / eta) ** (1.0 + 2.0 / moment))
+    # Rounded up (a larger radius scale is more noise): the quotient, the exponent and pow
+    # round, pow to a few ulps, and the exponent's error is magnified by log(6.16 / eta) <= 6.
+    return _out(round_up((6.16 / eta) ** (1.0 + 2.0 / moment), rel_err=relative_error(24)))
 
 
 def dp_to_mip(epsilon, delta=0.0):
@@ -124,7 +127,8 @@ def dp_to_mip(epsilon, delta=0.0):
         raise ValueError(f"epsilon must be >= 0; got {epsilon.tolist()!r}.")
     if np.any(~((delta >= 0) & (delta <= 1))):
         raise ValueError(f"delta must be in [0, 1]; got {delta.tolist()!r}.")
-    return _out(delta + (1.0 - delta) * expit(epsilon) - 0.5)
+    # expit to a few ulps, four roundings, all of magnitude <= 1: rounded up by their bound.
+    return _out(round_up(delta + (1.0 - delta) * expit(epsilon) - 0.5, abs_err=relative_error(8), upper=0.5))
 
 
 def profile_to_mip(tv):
@@ -386,9 +390,10 @@ def mip_promise(eta, n_train, n_samples):
     """
     eta = float(_check_eta(eta))
     prior = mip_prior(n_train, n_samples)
-    total = min(1.0, prior + eta)
+    total = round_up(prior + eta, abs_err=relative_error(2), upper=1.0)
+    # Printed rounded up (format_up): a bound read off the text is never below the theorem's.
     return (
-        f"accuracy <= max(k/n, 1-k/n) + eta = {prior:.3g} + {eta:g} = {total:.3g} "
+        f"accuracy <= max(k/n, 1-k/n) + eta = {format_up(prior)} + {eta:g} = {format_up(total)} "
         f"(k = {int(n_train)} of n = {int(n_samples)})"
     )
 

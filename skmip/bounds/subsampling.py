@@ -30,6 +30,7 @@ from skmip.utils.validation import check_option
 from skmip.exceptions import PrivacyWarning
 
 from skmip.bounds._common import scalar_or_array as _out
+from skmip.bounds.rounding import relative_error, round_up
 
 __all__ = [
     "positive_accuracy_bound",
@@ -100,6 +101,21 @@ def _posterior_bound(epsilon, prior_log_odds, g):
     with np.errstate(divide="ignore", invalid="ignore"):
         z = epsilon + prior_log_odds - np.log(np.where(g > 0, g, 1.0))
         return np.where(g > 0, expit(z), 1.0)
+
+
+def _round_up_posterior(bound, epsilon, t, g):
+    """Theorem 3.3's value rounded up by its round-off bound (:mod:`skmip.bounds.rounding`).
+
+    ``z = eps + log-odds(T) - log g``: each log a few ulps of itself, ``g = 1 - r`` two
+    roundings, so ``log g`` is off by a few ulps of ``(1 + r) / g``; then ``expit'(z) =
+    b (1 - b) <= b`` turns an absolute error of ``z`` into that error relative to the bound
+    ``b``, and expit adds a few ulps of its own.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gs = np.where(g > 0, g, 1.0)
+        size = np.abs(epsilon) + np.abs(_log_odds(t)) + np.abs(np.log(gs)) + (2.0 - gs) / gs
+    rel = np.where(np.isfinite(size), relative_error(8) * size, 0.0) + relative_error(4)
+    return round_up(bound, rel_err=rel, upper=1.0)
 
 
 def _warn_vacuous(owner, g, floor_name):
@@ -215,7 +231,7 @@ def positive_accuracy_bound(
     g = _delta_factor(delta, floor, t, form)
     _warn_vacuous(owner, g, "min_tpr")
     # T = 1 gives log-odds inf -> expit(inf) = 1.
-    return _out(_posterior_bound(epsilon, _log_odds(t), g))
+    return _out(_round_up_posterior(_posterior_bound(epsilon, _log_odds(t), g), epsilon, t, g))
 
 
 def negative_accuracy_bound(

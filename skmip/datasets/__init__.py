@@ -20,7 +20,7 @@ from importlib import resources
 import numpy as np
 from sklearn.utils import Bunch
 
-__all__ = ["load_dataset", "DATASETS", "load_csv"]
+__all__ = ["load_dataset", "DATASETS", "load_csv", "label_classes"]
 
 _SKLEARN = {
     "breast_cancer": "load_breast_cancer",
@@ -58,6 +58,26 @@ def _read_rows(filename, delimiter):
         return [[c.strip() for c in row] for row in csv.reader(fh) if row]
 
 
+def _frame(rows, columns):
+    """The columns as a DataFrame: categorical ones as pandas categoricals with the sorted
+    category list seen in the file (the list :func:`_encode` one-hot encodes), others as floats."""
+    pd = _pandas()
+    data = {}
+    for j, (name, kind) in enumerate(columns):
+        values = [r[j] for r in rows]
+        data[name] = (pd.Categorical(values, categories=sorted(set(values))) if kind == "cat"
+                      else np.asarray(values, dtype=np.float64))
+    return pd.DataFrame(data)
+
+
+def _pandas():
+    try:
+        import pandas
+    except ImportError:  # pragma: no cover - depends on an optional package
+        raise ImportError("load_dataset(as_frame=True) needs pandas: pip install pandas") from None
+    return pandas
+
+
 def _encode(rows, columns):
     """One-hot encode categorical columns with the sorted category list seen in the file."""
     blocks, names = [], []
@@ -74,21 +94,27 @@ def _encode(rows, columns):
     return np.hstack(blocks), names
 
 
-def _load_adult():
+def _features(rows, columns, as_frame):
+    if as_frame:
+        return _frame(rows, columns), [name for name, _ in columns]
+    return _encode(rows, columns)
+
+
+def _load_adult(as_frame=False):
     rows = [r for r in _read_rows("adult.data.gz", ",") if len(r) == 15]
-    X, names = _encode([r[:14] for r in rows], _ADULT_COLUMNS)
+    X, names = _features([r[:14] for r in rows], _ADULT_COLUMNS, as_frame)
     y = np.array([r[14].rstrip(".") == ">50K" for r in rows], dtype=int)
     return X, y, names, ["<=50K", ">50K"], "UCI Adult (census income), CC BY 4.0"
 
 
-def _load_german():
+def _load_german(as_frame=False):
     rows = _read_rows("german.data.gz", " ")
-    X, names = _encode([r[:20] for r in rows], _GERMAN_COLUMNS)
+    X, names = _features([r[:20] for r in rows], _GERMAN_COLUMNS, as_frame)
     y = np.array([r[20] == "2" for r in rows], dtype=int)  # 1 = bad credit risk
     return X, y, names, ["good", "bad"], "UCI Statlog German credit, CC BY 4.0"
 
 
-def load_dataset(name: str, *, n_samples: int | None = None, random_state=0) -> Bunch:
+def load_dataset(name: str, *, n_samples: int | None = None, random_state=0, as_frame: bool = False) -> Bunch:
     """Load a real dataset that ships with skmip or scikit-learn.
 
     Parameters
@@ -99,11 +125,19 @@ def load_dataset(name: str, *, n_samples: int | None = None, random_state=0) -> 
         Keep a uniformly random subset of this many rows (for quick runs); ``None`` keeps all.
     random_state : int, default=0
         Seed of that subset (the choice of rows is not a privacy mechanism).
+    as_frame : bool, default=False
+        As scikit-learn's loaders: ``data`` is a pandas DataFrame, ``target`` a Series named
+        ``"target"``, and ``frame`` holds both. ``"adult"`` and ``"german_credit"`` then keep
+        their original columns, categorical ones as pandas categoricals with the fixed
+        category lists (what ``False`` one-hot encodes), for a ``ColumnTransformer`` of
+        your own.
 
     Returns
     -------
     Bunch
-        ``data`` (float array), ``target``, ``feature_names``, ``target_names``, ``description``.
+        ``data`` (float array, or DataFrame), ``target`` (array, or Series),
+        ``feature_names``, ``target_names``, ``description`` (and ``frame`` with
+        ``as_frame=True``).
 
     Raises
     ------
@@ -115,7 +149,11 @@ def load_dataset(name: str, *, n_samples: int | None = None, random_state=0) -> 
     >>> d = load_dataset("german_credit")
     >>> d.data.shape, int(d.target.sum())
     ((1000, 61), 300)
+    >>> load_dataset("german_credit", as_frame=True).data.shape
+    (1000, 20)
     """
+    if not isinstance(as_frame, (bool, np.bool_)):
+        raise TypeError(f"load_dataset: as_frame must be True or False; got {as_frame!r}.")
     if name in _SKLEARN:
         import sklearn.datasets
 
@@ -124,16 +162,22 @@ def load_dataset(name: str, *, n_samples: int | None = None, random_state=0) -> 
         names = list(b.feature_names) if hasattr(b, "feature_names") else [f"x{i}" for i in range(X.shape[1])]
         target_names = list(getattr(b, "target_names", []))
         description = f"scikit-learn load_{name}"
+        if as_frame:
+            X = _pandas().DataFrame(X, columns=names)
     elif name == "adult":
-        X, y, names, target_names, description = _load_adult()
+        X, y, names, target_names, description = _load_adult(as_frame)
     elif name == "german_credit":
-        X, y, names, target_names, description = _load_german()
+        X, y, names, target_names, description = _load_german(as_frame)
     else:
         raise ValueError(f"load_dataset: unknown dataset {name!r}; choose one of {', '.join(DATASETS)}.")
     if n_samples is not None and n_samples < len(X):
         rows = np.sort(np.random.default_rng(random_state).choice(len(X), n_samples, replace=False))
-        X, y = X[rows], y[rows]
-    return Bunch(data=X, target=y, feature_names=names, target_names=target_names, description=description)
+        X, y = (X.iloc[rows].reset_index(drop=True) if as_frame else X[rows]), y[rows]
+    bunch = Bunch(data=X, target=y, feature_names=names, target_names=target_names, description=description)
+    if as_frame:
+        bunch.target = _pandas().Series(y, name="target")
+        bunch.frame = X.assign(target=bunch.target)
+    return bunch
 
 
 #: Cells read as missing in a CSV file (compared case-insensitively, after stripping spaces).
@@ -162,7 +206,8 @@ def load_csv(path: str, target: str, *, categorical=(), categories=None, n_sampl
     path : str
         The file.
     target : str
-        The label column (any values; classes are its sorted distinct values).
+        The label column: its classes are its distinct values after :func:`label_classes`
+        (spaces stripped; numeric spellings such as ``1``, ``1.0`` and `` 1`` are one class).
     categorical : sequence of str, default=()
         Columns to one-hot encode with the sorted list of the values the file holds.
         The list is a function of the whole file, fixed before any model is trained (like
@@ -192,7 +237,8 @@ def load_csv(path: str, target: str, *, categorical=(), categories=None, n_sampl
     FileNotFoundError
         If the file does not exist.
     ValueError
-        If the file is empty or malformed, a named column is missing, a label is missing,
+        If the file is empty or malformed, the header names a column twice (the message
+        names the copies), a named column is missing, a label is missing,
         undeclared columns are not numeric (the message names every such column, with a row
         and value of each, and the two ways to declare them), or a value is outside its given
         category list.
@@ -239,13 +285,62 @@ def load_csv(path: str, target: str, *, categorical=(), categories=None, n_sampl
         names.append(name)
     if text_columns:
         raise _undeclared_text_columns(path, text_columns)
-    labels = [row[t].strip() for row in body]
-    _, y = np.unique(labels, return_inverse=True)
+    target_names, y = label_classes(row[t] for row in body)
     data = np.hstack(blocks) if blocks else np.empty((len(body), 0))
     return Bunch(
-        data=data, target=y, feature_names=names, target_names=sorted(set(labels)),
+        data=data, target=y, feature_names=names, target_names=target_names,
         description=f"CSV file {path}", categories=used, missing=missing,
     )
+
+
+def label_classes(labels):
+    """The classes of a label column read as text, and each row's class index.
+
+    The rule: a label is stripped of surrounding spaces; a label that reads as a finite
+    number is that number, so ``1``, ``1.0``, `` 1`` and ``+1e0`` are one class, spelt
+    ``"1"`` (an integer value prints as an integer, any other as Python's shortest float);
+    any other label is its stripped text, compared exactly (case counts). Classes are sorted
+    by value when every label is a number (``2`` before ``10``), by text otherwise.
+
+    Parameters
+    ----------
+    labels : iterable of str
+        The label column's cells.
+
+    Returns
+    -------
+    target_names : list of str
+        The classes, in order.
+    y : ndarray of int
+        Each row's index into ``target_names``.
+
+    Examples
+    --------
+    >>> label_classes(["1", "1.0", " 1", "0", "10", "2"])
+    (['0', '1', '2', '10'], array([1, 1, 1, 0, 3, 2]))
+    >>> label_classes(["yes", " no", "Yes"])[0]
+    ['Yes', 'no', 'yes']
+    """
+    values = [_label_value(c.strip()) for c in labels]
+    numeric = all(isinstance(v, float) for v in values)
+    distinct = sorted(set(values), key=None if numeric else _label_text)
+    index = {v: k for k, v in enumerate(distinct)}
+    return [_label_text(v) for v in distinct], np.array([index[v] for v in values], dtype=np.intp)
+
+
+def _label_value(text):
+    """A finite number for a numeric spelling (-0 is 0), else the text itself."""
+    try:
+        value = float(text)
+    except ValueError:
+        return text
+    return value + 0.0 if np.isfinite(value) else text
+
+
+def _label_text(value):
+    if isinstance(value, str):
+        return value
+    return str(int(value)) if value.is_integer() and abs(value) < 2**53 else repr(value)
 
 
 def _checked_header(path, header, numbered, delimiter, target, declared):
@@ -254,6 +349,14 @@ def _checked_header(path, header, numbered, delimiter, target, declared):
         found = 0 if header is None else 1
         raise ValueError(f"{path}: needs a header row and at least one data row; found {found} row(s).")
     header = [h.strip() for h in header]
+    repeated = {h: [k + 1 for k, g in enumerate(header) if g == h] for h in header if header.count(h) > 1}
+    if repeated:
+        where = "; ".join(f"{h!r} (columns {', '.join(map(str, cols))})" for h, cols in repeated.items())
+        raise ValueError(
+            f"{path}: the header names {len(repeated)} column(s) more than once: {where}. Every "
+            "column needs its own name (a second copy of the label column would become a feature "
+            "that gives the label away); rename or drop the copies."
+        )
     if target not in header:
         raise ValueError(
             f"{path}: no column named {target!r}; columns are {header} (delimiter {delimiter!r}). "

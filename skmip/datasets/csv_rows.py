@@ -45,7 +45,10 @@ def sniff_delimiter(path: str) -> str:
     lines = lines[:_SNIFF_LINES]
     best, best_score = ",", (False, 1)
     for delimiter in DELIMITERS:
-        counts = [len(row) for row in csv.reader(lines, delimiter=delimiter)]
+        try:
+            counts = [len(row) for row in csv.reader(lines, delimiter=delimiter)]
+        except csv.Error:  # e.g. an over-long field: the read names it with its line
+            continue
         if not counts:
             break
         score = (len(set(counts)) == 1, counts[0])
@@ -54,12 +57,30 @@ def sniff_delimiter(path: str) -> str:
     return best
 
 
-def _rows(fh, delimiter):
+def _rows(fh, delimiter, path):
     """``(line number, fields)`` of every non-empty row."""
     reader = csv.reader(fh, delimiter=delimiter)
-    for row in reader:
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise _unreadable(path, reader.line_num, exc) from None
         if any(cell.strip() for cell in row):
             yield reader.line_num, row
+
+
+def _unreadable(path, line, exc):
+    """The reader's error, said with its line and what to do (issue 31: an over-long field)."""
+    if "field larger than field limit" in str(exc):
+        return ValueError(
+            f"{path}: line {line}: a field is longer than {csv.field_size_limit():,} characters, "
+            "the CSV reader's limit. Such a field is almost always a quote (\") left open, which "
+            "swallows the lines after it: check the quotes up to that line. A value that long is "
+            "not a tabular feature: drop its column."
+        )
+    return ValueError(f"{path}: line {line}: not readable as CSV ({exc}).")
 
 
 def read_csv_rows(path: str, *, n_samples: int | None = None, random_state=0):
@@ -92,7 +113,7 @@ def read_csv_rows(path: str, *, n_samples: int | None = None, random_state=0):
     delimiter = sniff_delimiter(path)
     try:
         with _open(path) as fh:
-            rows = _rows(fh, delimiter)
+            rows = _rows(fh, delimiter, path)
             header = next(rows, (0, None))[1]
             if n_samples is None:
                 return header, list(rows), delimiter
@@ -101,7 +122,7 @@ def read_csv_rows(path: str, *, n_samples: int | None = None, random_state=0):
         if n_samples < count:
             keep = np.sort(np.random.default_rng(random_state).choice(count, n_samples, replace=False))
         with _open(path) as fh:
-            rows = _rows(fh, delimiter)
+            rows = _rows(fh, delimiter, path)
             next(rows, None)
             if keep is None:
                 return header, list(rows), delimiter

@@ -207,8 +207,11 @@ def _warn_about_deltas(route, estimator, deltas):
     if outliers is not None:
         warnings.warn(
             f"{_OWNER}: the coupling noise is set by {outliers[0]} record(s) of D whose swaps "
-            f"move the fit up to {outliers[1]:.0f} times more than the 99th-percentile "
-            "record's. eta-MIP protects every record, so these decide the noise for all. "
+            + (f"move the fit up to {outliers[1]:.0f} times more than the 99th-percentile record's. "
+               if np.isfinite(outliers[1]) else
+               "move the fit by distances the certificate could not bound (infinite), where the "
+               "99th-percentile record's are finite. ")
+            + "eta-MIP protects every record, so these decide the noise for all. "
             "Scaling features to a bounded range (e.g. MinMaxScaler fitted on D or on known "
             "bounds) or clipping outlying values usually cuts the noise many times (docs: "
             "'Bound your features').",

@@ -70,7 +70,7 @@ def _validate_arrays(owner, estimator, probe, X, y, fit_params):
                 dtype=dtype,
             )
     check_magnitude(owner, X)
-    check_sample_weight(owner, fit_params or {}, X.shape[0])
+    check_sample_weight(owner, fit_params or {}, X.shape[0], y if is_classifier(estimator) else None)
     return X, y, probe
 
 

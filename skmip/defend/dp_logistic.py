@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from skmip.utils.rng import resolve_rng
 from skmip.utils.threads import single_threaded_blas
-from skmip.utils.validation import check_int, check_interval, input_errors
+from skmip.utils.validation import check_int, check_interval, input_errors, refuse_dp_sample_weight
 from skmip.exceptions import PrivacyWarning, check_privacy_seed
 
 __all__ = ["DPLogisticRegression"]
@@ -248,7 +248,7 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
         check_interval(_OWNER, "tol", self.tol, 0, np.inf, closed="neither")
         check_int(_OWNER, "max_iter", self.max_iter, 1, None)
 
-    def fit(self, X: ArrayLike, y: ArrayLike):
+    def fit(self, X: ArrayLike, y: ArrayLike, **fit_params):
         """Fit the epsilon-DP model.
 
         Parameters
@@ -257,6 +257,9 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
             Training rows (dense, finite). Rows with norm above ``data_norm`` are clipped.
         y : array-like of shape (n_samples,)
             Class labels.
+        **fit_params
+            None accepted; ``sample_weight`` is refused with a ValueError that says why
+            (weights change the sensitivity the DP noise is calibrated to).
 
         Returns
         -------
@@ -266,9 +269,12 @@ class DPLogisticRegression(ClassifierMixin, BaseEstimator):
         Raises
         ------
         ValueError
-            For an invalid hyper-parameter, fewer than two classes, or a label of ``y``
-            missing from ``classes``.
+            For an invalid hyper-parameter, fewer than two classes, a label of ``y``
+            missing from ``classes``, or ``sample_weight``.
+        TypeError
+            For another fit parameter.
         """
+        refuse_dp_sample_weight(_OWNER, fit_params)
         self._validate_hyperparameters()
         # Validate on a copy: nothing may be recorded on self before the whole fit succeeded.
         probe = copy.copy(self)

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
+
 from sklearn.base import clone
 
 __all__ = ["PreprocessingOnD", "preprocessing_route"]
@@ -100,10 +102,21 @@ class PreprocessingOnD:
 
         transformers = fix_inner_random_state(clone(self.pipeline[:-1]), seed)
         Z = transformers.fit_transform(X, y, **fit_params)
+        # A DataFrame out (set_output(transform="pandas")): its column names, for release.
+        self.columns = getattr(Z, "columns", None)
         return transformers, Z
 
     def release(self, transformers, last):
-        """The released pipeline: the user's steps, fitted transformers, the noised last step."""
+        """The released pipeline: the user's steps, fitted transformers, the noised last step.
+
+        The last step was fitted on the transformed rows as numbers; when the transformers
+        give a DataFrame (``set_output(transform="pandas")``) it records their column names,
+        as a fit on that DataFrame would have, so predicting through the pipeline does not
+        warn that "X has feature names" (issue 31).
+        """
+        columns = getattr(self, "columns", None)
+        if columns is not None and not hasattr(last, "feature_names_in_"):
+            last.feature_names_in_ = np.asarray(columns, dtype=object)
         released = clone(self.pipeline)
         released.steps = [*copy.deepcopy(transformers.steps), (self.last_name, last)]
         return released

@@ -20,7 +20,10 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from skmip.utils.rng import draw_seed, fix_inner_random_state, resolve_rng
 from skmip.utils.deprecation import RenamedParametersMixin, is_unset, renamed_parameter
-from skmip.utils.validation import check_class_labels, check_interval, check_predict_input, input_errors
+from skmip.utils.validation import (
+    check_class_labels, check_interval, check_predict_input, input_errors,
+    refuse_dp_sample_weight,
+)
 from skmip.bounds.subsampling import (
     epsilon_for_positive_accuracy,
     negative_accuracy_bound,
@@ -270,7 +273,25 @@ class SubsampledDPClassifier(RenamedParametersMixin, PromiseMixin, MetaEstimator
             self.__dict__.pop(name, None)
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X: ArrayLike, y: ArrayLike):
+    def _validate_input(self, inner, params, X, y):
+        """``(X, y, probe, classes)``: the data as the inner estimator accepts it; ``probe``
+        is the copy on which ``validate_data`` recorded ``n_features_in_``."""
+        inner_tags = get_tags(inner)
+        probe = copy.copy(self)  # validate_data records n_features_in_ on what it is given
+        with input_errors(_OWNER):
+            X, y = validate_data(
+                probe, X, y, reset=True, accept_sparse=inner_tags.input_tags.sparse,
+                dtype="numeric", ensure_all_finite=not inner_tags.input_tags.allow_nan,
+            )
+        if "classes" in params and params["classes"] is None:
+            # The label set handed to the inner estimator is learnt here, from the pool.
+            classes = check_class_labels(_OWNER, y)
+        else:  # the inner estimator knows its labels, or learns them itself
+            check_classification_targets(y)
+            classes = np.unique(y)
+        return X, y, probe, classes
+
+    def fit(self, X: ArrayLike, y: ArrayLike, **fit_params):
         """Poisson-subsample the rows, fit the DP classifier on them, compute the bounds.
 
         Parameters
@@ -279,6 +300,9 @@ class SubsampledDPClassifier(RenamedParametersMixin, PromiseMixin, MetaEstimator
             The pool of records; each row is kept with probability ``train_size``.
         y : array-like of shape (n_samples,)
             Class labels.
+        **fit_params
+            None accepted; ``sample_weight`` is refused with a ValueError that says why
+            (weights change the sensitivity the DP noise is calibrated to).
 
         Returns
         -------
@@ -294,6 +318,7 @@ class SubsampledDPClassifier(RenamedParametersMixin, PromiseMixin, MetaEstimator
         TypeError
             If the inner estimator is not DP-capable.
         """
+        refuse_dp_sample_weight(_OWNER, fit_params)
         t = self._train_size(warn=True)
         self._validate_hyperparameters()
         inner = clone(self._inner_template())
@@ -302,19 +327,7 @@ class SubsampledDPClassifier(RenamedParametersMixin, PromiseMixin, MetaEstimator
         delta_ = float(self.delta) if has_delta else 0.0
         epsilon_ = self._resolve_epsilon(params, delta_)
 
-        inner_tags = get_tags(inner)
-        probe = copy.copy(self)  # validate_data records n_features_in_ on what it is given
-        with input_errors(_OWNER):
-            X, y = validate_data(
-                probe, X, y, reset=True, accept_sparse=inner_tags.input_tags.sparse,
-                dtype="numeric", ensure_all_finite=not inner_tags.input_tags.allow_nan,
-            )
-        if "classes" in params and params["classes"] is None:
-            # The label set handed to the inner estimator is learnt here, from the pool.
-            classes = check_class_labels(_OWNER, y)
-        else:  # the inner estimator knows its labels, or learns them itself
-            check_classification_targets(y)
-            classes = np.unique(y)
+        X, y, probe, classes = self._validate_input(inner, params, X, y)
 
         check_privacy_seed(_OWNER, self.random_state)
         rng = resolve_rng(self.random_state)

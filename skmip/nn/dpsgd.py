@@ -130,6 +130,8 @@ class DPNeuralNetClassifier(MIPPromiseMixin, NeuralNetClassifier):
         says so); use it for tests only.
     batch_size : int, default=128
         Expected batch size (Poisson, ``"dp"``) or exact batch size (``"gdp"``/``"gmip"``).
+        One larger than the training rows is clipped to their number (as skorch does), and
+        the accounting uses the clipped batch (``sample_rate_`` at most 1).
     **kwargs
         Every other skorch argument (``lr``, ``max_epochs``, ``optimizer``, ...).
         ``train_split`` must stay None (a validation split would compute un-noised
@@ -277,6 +279,20 @@ class DPNeuralNetClassifier(MIPPromiseMixin, NeuralNetClassifier):
             warn_not_cryptographic(self._owner())
         return release_generator(self.random_state, offset=int(getattr(self, "n_steps_", 0) or 0))
 
+    def _private_loader(self, dataset, rng):
+        """``(B, q, steps_per_epoch, loader)``: the batches of one epoch, drawn from ``rng``."""
+        n = len(dataset)
+        # A batch larger than the data is clipped, as skorch does; the accounting reads the
+        # clipped batch (q = B / n <= 1), the one the loader draws.
+        B = min(int(self.batch_size), n)
+        q = B / n
+        # Poisson: int(1 / q) steps per epoch, as Opacus' DPDataLoader; fixed: n // B.
+        steps_per_epoch = max(1, int(1 / q)) if self.privacy == "dp" else max(1, n // B)
+        if self.privacy == "dp":
+            return B, q, steps_per_epoch, poisson_loader(dataset, q, steps_per_epoch, rng)
+        sampler = UniformBatchSampler(n, B, steps_per_epoch, rng)
+        return B, q, steps_per_epoch, torch.utils.data.DataLoader(dataset, batch_sampler=sampler)
+
     def fit_loop(self, X, y=None, epochs=None, **fit_params):
         from opacus.accountants import create_accountant
         from opacus.accountants.utils import get_noise_multiplier
@@ -288,19 +304,13 @@ class DPNeuralNetClassifier(MIPPromiseMixin, NeuralNetClassifier):
         n = len(dataset)
         delta, K = check_privacy_settings(self, n)
         check_privacy_seed(self._owner(), self.random_state)
+        # score/predict leave the module in eval mode; Opacus' validator and per-sample
+        # hooks need training mode (a partial_fit after a score).
+        self.module_.train()
         ModuleValidator.validate(self.module_, strict=True)
         rng = self._release_rng()
 
-        B = int(self.batch_size)
-        q = B / n
-        # Poisson: int(1 / q) steps per epoch, as Opacus' DPDataLoader; fixed: n // B.
-        steps_per_epoch = max(1, int(1 / q)) if self.privacy == "dp" else max(1, n // B)
-        if self.privacy == "dp":
-            loader = poisson_loader(dataset, q, steps_per_epoch, rng)
-        else:
-            loader = torch.utils.data.DataLoader(
-                dataset, batch_sampler=UniformBatchSampler(n, B, steps_per_epoch, rng),
-            )
+        B, q, steps_per_epoch, loader = self._private_loader(dataset, rng)
         n_steps = epochs * steps_per_epoch
 
         first_call = self.accountant_ is None and self.n_steps_ == 0

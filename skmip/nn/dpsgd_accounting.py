@@ -88,8 +88,11 @@ def check_privacy_settings(net, n):
         )
     if not isinstance(net.secure_mode, (bool, np.bool_)):
         raise TypeError(f"{owner}: secure_mode must be True or False; got {net.secure_mode!r}.")
-    if not isinstance(net.batch_size, numbers.Integral) or not 0 < net.batch_size <= n:
-        raise ValueError(f"{owner}: batch_size must be an integer in [1, n={n}]; got {net.batch_size!r}.")
+    if not isinstance(net.batch_size, numbers.Integral) or isinstance(net.batch_size, bool) or net.batch_size < 1:
+        raise ValueError(
+            f"{owner}: batch_size must be an integer >= 1 (one larger than the n={n} rows is "
+            f"clipped to n, as skorch does); got {net.batch_size!r}."
+        )
     K = gradient_susceptibility(net)
     if K is not None:
         check_interval(owner, "gradient_susceptibility", K, 0, None, closed="left")

@@ -14,7 +14,7 @@ import numpy as np
 __all__ = [
     "check_interval", "check_option", "check_int", "check_eta", "check_moment", "ETA_WHY",
     "check_n_jobs", "check_sample_weight", "check_magnitude", "check_n_features", "check_cv_folds",
-    "input_errors", "check_class_labels", "check_predict_input",
+    "input_errors", "check_class_labels", "check_predict_input", "refuse_dp_sample_weight",
 ]
 
 
@@ -121,11 +121,14 @@ def check_n_jobs(owner, n_jobs):
     return int(n_jobs)
 
 
-def check_sample_weight(owner, fit_params, n):
+def check_sample_weight(owner, fit_params, n, classes_of=None):
     """Check ``fit_params["sample_weight"]`` (if given) against the ``n`` rows of X.
 
     Checked once on the whole data, before anything subsets it: a wrong length would
-    otherwise surface as a mismatch with some subset's size, far from its cause.
+    otherwise surface as a mismatch with some subset's size, far from its cause. With
+    ``classes_of`` (a classifier's ``y``), every class needs a positive total weight: one
+    weighted 0 is a class the fit cannot learn (its objective is then flat in that class's
+    parameters, and the solver's Hessian is singular).
     """
     weights = fit_params.get("sample_weight")
     if weights is None:
@@ -143,6 +146,49 @@ def check_sample_weight(owner, fit_params, n):
             f"{owner}: sample_weight must hold finite numbers; got {bad} of {arr.size} entries "
             f"that are not (dtype {arr.dtype}). Replace or drop them."
         )
+    if classes_of is not None and np.ndim(classes_of) == 1:
+        labels, codes = np.unique(np.asarray(classes_of), return_inverse=True)
+        totals = np.bincount(codes, weights=arr.astype(np.float64), minlength=labels.size)
+        empty = np.flatnonzero(~(totals > 0))
+        if empty.size:
+            first = int(empty[0])
+            raise ValueError(
+                f"{owner}: class {labels.tolist()[first]!r} has a total sample_weight of {totals[first]:g} "
+                f"({int(np.sum(codes == first))} rows): a class with no "
+                "positive weight cannot be learnt (the fit's objective does not depend on it). Give "
+                "its rows positive weights, or drop its rows and label before fit."
+            )
+
+
+def refuse_dp_sample_weight(owner, fit_params):
+    """Refuse fit parameters of a DP learner whose epsilon is accounted for unit weights.
+
+    ``fit`` takes ``**fit_params`` only to answer ``sample_weight`` in words: its signature
+    does not name it, so ``has_fit_parameter(est, "sample_weight")`` stays False and
+    meta-estimators (bagging, boosting) see that weights are not supported. A row of weight
+    ``w`` moves a weighted objective (or gradient sum) ``w`` times as far as a row of
+    weight 1, so the sensitivity the noise was calibrated to -- and with it epsilon and every
+    bound derived from it -- would be ``max(w)`` times too small; ignoring the weights
+    would fit another model than the one asked for.
+
+    Raises
+    ------
+    ValueError
+        If ``fit_params`` holds ``sample_weight`` (not None).
+    TypeError
+        For any other fit parameter (Python's message for an unknown keyword).
+    """
+    if fit_params.get("sample_weight") is not None:
+        raise ValueError(
+            f"{owner}: sample_weight is not supported: a row's weight scales its influence on "
+            "the DP learner, so the sensitivity its noise is calibrated to (and epsilon, and the "
+            "bounds derived from it) would not hold for weighted rows. Drop sample_weight; to "
+            "weight by frequency, repeat rows (each copy is then a record the promise covers), "
+            "or use MIPNoiseWrapper, whose calibration accounts the weights."
+        )
+    unknown = sorted(k for k in fit_params if k != "sample_weight")
+    if unknown:
+        raise TypeError(f"{owner}.fit() got an unexpected keyword argument {unknown[0]!r}")
 
 
 def check_magnitude(owner, X):

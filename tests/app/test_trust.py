@@ -95,7 +95,8 @@ def test_a_pickled_class_is_a_clear_error(tmp_path, capsys):
     path = tmp_path / "cls.pkl"
     path.write_bytes(pickle.dumps(LogisticRegression))
     assert main(SMALL + ["--estimator-file", str(path)]) == 2
-    assert "holds the class LogisticRegression, not an estimator" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "holds the class sklearn.linear_model._logistic.LogisticRegression, not an estimator" in err
 
 
 def test_a_module_outside_the_installed_distributions_is_never_imported(tmp_path, monkeypatch, capsys):

@@ -261,6 +261,19 @@ def test_calibration_says_how_many_rounds_are_needed(bound):
     assert coupling_noise_scale(deltas, 0.05, confidence=None).noise_scale > 0
 
 
+@pytest.mark.parametrize("bound", ["maurer-pontil", "betting"])
+def test_a_refusal_caused_by_infinite_distances_says_so(bound):
+    # Issue 31: after 400 rounds the refusal advised "n_rounds >= 43"; the cause was distances
+    # the certificate could not bound (infinite), which no number of rounds removes.
+    deltas = np.ones((20, 400))
+    deltas[3, :8] = np.inf  # alone worth 0.01 < eta on average, but not with confidence
+    with pytest.raises(ValueError, match="certificate could not bound") as info:
+        coupling_noise_scale(deltas, 0.03, bound=bound)
+    message = str(info.value)
+    assert "0.02 of a target's swap distances are infinite" in message
+    assert "more rounds do not remove them" in message and "n_rounds >=" not in message
+
+
 @pytest.mark.parametrize("shares", [np.ones(2), [1.0, 0.0, 1.0], [1.0, -1.0, 1.0], [1.0, np.nan, 1.0]])
 def test_target_shares_are_validated(shares):
     deltas = np.ones((3, 100))

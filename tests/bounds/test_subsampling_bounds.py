@@ -255,5 +255,10 @@ def test_deletion_capacity_is_the_largest_m_with_L_to_the_m_at_least_B():
 
 def test_epsilon_zero_is_found_near_a_sampling_rate_of_one():
     # The falsifying example CI found: at T = 0.9999 the log-odds magnify round-off past 1e-12.
-    target = positive_accuracy_bound(0.0, sampling_rate=0.9999, delta=0.001, min_tpr=0.00390625)
+    # The formula's own float at epsilon = 0 (positive_accuracy_bound rounds it up, issue 31,
+    # which is a target some epsilon > 0 reaches).
+    from skmip.bounds.subsampling import _delta_factor, _log_odds, _posterior_bound
+
+    g = _delta_factor(0.001, 0.00390625, 0.9999, "corrected")
+    target = float(_posterior_bound(0.0, _log_odds(0.9999), g))
     assert epsilon_for_positive_accuracy(target, sampling_rate=0.9999, delta=0.001, min_tpr=0.00390625) == 0.0

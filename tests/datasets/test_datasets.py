@@ -93,3 +93,42 @@ def test_csv_subsample_is_chosen_while_reading(tmp_path):
     again = load_csv(str(path), "label", n_samples=500, random_state=3)
     np.testing.assert_array_equal(again.data, d.data)
     assert load_csv(str(path), "label", n_samples=10 * n).data.shape == (n, 2)
+
+
+@pytest.mark.parametrize("name, n_columns", [("german_credit", 20), ("adult", 14), ("iris", 4)])
+def test_as_frame_gives_scikit_learns_frame(name, n_columns):
+    pd = pytest.importorskip("pandas")
+    d = load_dataset(name, as_frame=True, n_samples=50)
+    assert isinstance(d.data, pd.DataFrame) and d.data.shape == (50, n_columns)
+    assert isinstance(d.target, pd.Series) and d.target.name == "target"
+    assert list(d.frame.columns) == [*d.data.columns, "target"] and list(d.data.columns) == d.feature_names
+    if name != "iris":  # categorical columns keep the fixed category list the one-hot encoding uses
+        encoded = load_dataset(name, n_samples=50)
+        cats = d.data.select_dtypes("category")
+        assert sum(len(cats[c].cat.categories) for c in cats) + d.data.shape[1] - cats.shape[1] \
+            == encoded.data.shape[1]
+    np.testing.assert_array_equal(d.target.to_numpy(), load_dataset(name, n_samples=50).target)
+
+
+def test_label_classes_unify_numeric_spellings():
+    from skmip.datasets import label_classes
+
+    names, y = label_classes(["1", "1.0", " 1", "+1e0", "-0", "0", "10", "2", "2.5"])
+    assert names == ["0", "1", "2", "2.5", "10"]  # by value: 2 before 10
+    assert y.tolist() == [1, 1, 1, 1, 0, 0, 4, 2, 3]
+    names, y = label_classes(["yes", " no", "1", "1.0", "inf"])
+    assert names == ["1", "inf", "no", "yes"] and y.tolist() == [3, 2, 0, 0, 1]
+
+
+def test_csv_header_with_a_repeated_name_is_refused(tmp_path):
+    path = tmp_path / "dup.csv"
+    path.write_text("a, b,label,b\n1,2,0,3\n4,5,1,6\n")
+    with pytest.raises(ValueError, match=r"more than once: 'b' \(columns 2, 4\)"):
+        load_csv(str(path), "label")
+
+
+def test_an_over_long_field_names_its_line(tmp_path):
+    path = tmp_path / "long.csv"
+    path.write_text('a,b,label\n1,2,0\n3,"' + "y" * 140_000 + '",1\n')
+    with pytest.raises(ValueError, match=r"line 3: a field is longer than 131,072 characters"):
+        load_csv(str(path), "label")

@@ -149,3 +149,19 @@ def test_a_few_outlying_records_deciding_the_noise_are_named(small):
     assert outlying_records(d) is None and outlying_records(d[:99]) is None
     d[7] = OUTLIER_RATIO * 2
     assert outlying_records(d) == (1, OUTLIER_RATIO * 2)
+
+
+@pytest.mark.parametrize("worst, says", [(50.0, "up to 50 times more"), (np.inf, "could not bound (infinite)")])
+def test_the_outlier_warning_names_infinite_distances(worst, says):
+    # Issue 31: an infinite swap distance printed "move the fit up to inf times more".
+    import types
+
+    from skmip.defend._calibrate import _warn_about_deltas
+
+    distances = np.ones((200, 4))
+    distances[7] = worst
+    deltas = types.SimpleNamespace(distances=distances, exhaustive=False, certified=True, engine="newton")
+    with pytest.warns(UserWarning, match="coupling noise is set by 1 record") as record:
+        _warn_about_deltas(types.SimpleNamespace(confidence=0.95), LogisticRegression(), deltas)
+    message = " ".join(str(w.message) for w in record)
+    assert says in message and "inf times" not in message

@@ -183,3 +183,20 @@ def test_cli_plans_the_mip_row_for_a_pipeline_the_route_covers():
     pipe = make_pipeline(OneHotEncoder(handle_unknown="ignore"), LogisticRegression())
     assert _mip_reason(pipe, "auto") is None and _mip_reason(pipe, "coupling") is None
     assert "has none it can read" in _mip_reason(pipe, "moments")
+
+
+@pytest.mark.parametrize("as_frame", [False, True])
+def test_a_pandas_output_pipeline_predicts_without_a_feature_name_warning(as_frame):
+    # Issue 31: set_output(transform="pandas") gave the last step a DataFrame at predict but
+    # an array at fit, and scikit-learn warned "X has feature names" at every prediction.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 3))
+    y = (X[:, 0] > 0).astype(int)
+    X = pd.DataFrame(X, columns=["a", "b", "c"]) if as_frame else X
+    pipe = make_pipeline(StandardScaler(), LogisticRegression(C=0.1)).set_output(transform="pandas")
+    wrapper = _quiet(MIPNoiseWrapper(pipe, n_rounds=20, confidence=None, random_state=0), X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        proba = wrapper.predict_proba(X)
+    assert proba.shape == (80, 2)
+    assert list(wrapper.estimator_[-1].feature_names_in_) == list(wrapper.estimator_[:-1].get_feature_names_out())

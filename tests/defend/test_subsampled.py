@@ -256,3 +256,21 @@ def test_lira_audit_respects_the_stated_bound(cancer):
         assert bound < 0.8  # an informative bound, not the trivial 1
         check = metrics.check_positive_accuracy_bound(game.membership, scores, bound)
         assert check.holds, check
+
+
+@pytest.mark.parametrize("make", [lambda: SubsampledDPClassifier(DPLogisticRegression(), epsilon=1.0),
+                                  lambda: DPLogisticRegression()])
+def test_sample_weight_is_refused_saying_why(make):
+    # Issue 31: Python's TypeError while MIPNoiseWrapper uses weights. A weight scales a row's
+    # influence, so the DP noise (calibrated for unit weights) would not cover it: refused in
+    # words, and the signature does not claim the parameter (boosting and bagging read it).
+    from sklearn.utils.validation import has_fit_parameter
+
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    y = (X[:, 0] > 0).astype(int)
+    est = make()
+    with pytest.raises(ValueError, match=r"sample_weight is not supported: .* sensitivity"):
+        est.fit(X, y, sample_weight=np.ones(40))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'weights'"):
+        est.fit(X, y, weights=np.ones(40))
+    assert not has_fit_parameter(est, "sample_weight")

@@ -183,7 +183,7 @@ def test_default_rng_warns_once_that_it_is_not_cryptographic(data, monkeypatch):
         (dict(privacy="gmip", noise_multiplier=None), "needs a target mu"),
         (dict(privacy="nope"), "privacy must be one of"),
         (dict(accountant="gdp"), "accountant must be one of"),
-        (dict(batch_size=10_000), "batch_size must be an integer"),
+        (dict(batch_size=0), "batch_size must be an integer >= 1"),
         (dict(delta=2.0), "delta must be in"),
     ],
 )
@@ -191,6 +191,42 @@ def test_errors(data, kw, match):
     X, y = data
     with pytest.raises(ValueError, match=match):
         make(**kw).fit(X, y)
+
+
+@pytest.mark.parametrize("privacy", ["dp", "gdp"])
+def test_a_batch_larger_than_the_data_is_clipped_and_accounted_clipped(data, privacy):
+    # Issue 31: skorch clips such a batch; the net refused it. The rate accounted is the
+    # clipped batch's (B = n: q = 1), the one the loader draws with.
+    X, y = data
+    X, y = X[:60], y[:60]
+    kw = dict(privacy=privacy, mu=1.0, noise_multiplier=None) if privacy == "gdp" else {}
+    net = make(batch_size=10_000, max_epochs=1, module__n_features=30, **kw).fit(X, y)
+    assert net.sample_rate_ == 1.0 and net.n_steps_ == 1
+    sampling = "poisson" if privacy == "dp" else "fixed"
+    assert net.mip_bound_ == dpsgd_eta(net.noise_multiplier_, 1.0, 1, sampling=sampling)
+
+
+def test_partial_fit_after_score_trains_on(data):
+    # Issue 31: score leaves the module in eval mode, where Opacus refused the next step
+    # ("Model needs to be in training mode").
+    X, y = data
+    net = make(max_epochs=1).fit(X, y)
+    net.score(X, y)
+    steps = net.n_steps_
+    net.partial_fit(X, y)
+    assert net.n_steps_ == 2 * steps
+
+
+def test_one_full_batch_step_prints_eta_above_its_exact_value(data):
+    # Issue 31: privacy="gdp" after one step printed 0.47724986805178826 against the exact
+    # 0.4772498680518208. One step of the whole data with noise sigma is a Gaussian of
+    # sensitivity 2: eta = Phi(1 / sigma) - 1/2 exactly.
+    mpmath = pytest.importorskip("mpmath")
+    X, y = data
+    net = make(batch_size=len(X), max_epochs=1, noise_multiplier=0.5, privacy="gdp").fit(X, y)
+    assert net.n_steps_ == 1
+    mpmath.mp.dps = 40
+    assert net.mip_bound_ >= mpmath.ncdf(1 / mpmath.mpf(0.5)) - mpmath.mpf(0.5)
 
 
 def test_secure_mode_draws_batches_and_noise_from_os_random(data, monkeypatch):
