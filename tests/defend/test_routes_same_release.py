@@ -4,7 +4,9 @@ The numbers below were printed by main d67f012 (before the routes were objects) 
 script in docs/design.md ("Calibration routes"), on the project's Linux x86-64 venv: the noise
 scale and bound printed, and a hash of the released coefficients (the noise drawn). Every way of
 asking for a route -- a route object, its name with the 0.2 wrapper knobs (deprecated),
-``mip_noise_path`` and ``MIPNoiseWrapperCV`` -- must reproduce them bit for bit.
+``mip_noise_path`` and ``MIPNoiseWrapperCV`` -- must reproduce them bit for bit, except the
+printed bound and Corollary 10's constant, which issue 31 (item 5) rounds up by their round-off
+bound: those must be at or above main's, within that pad.
 """
 
 import hashlib
@@ -46,12 +48,26 @@ def _coef(wrapper):
     return hashlib.sha256(coef.tobytes()).hexdigest()[:16], float(coef[0])
 
 
+#: Since issue 31 item 5 these are rounded up by their round-off bound (skmip.bounds.rounding):
+#: at or above what main printed, by at most a relative 1e-13 (measured: 1e-15 to 3e-15).
+ROUNDED_UP, PAD = ("coupling_eta_upper_", "noise_constant_"), 1e-13
+
+
 def _check(wrapper, eta, printed):
     assert wrapper.mip_bound_ == eta
-    for name in ("noise_scale_", "coupling_eta_upper_", "noise_constant_"):
+    if "noise_scale_" in printed:
+        assert wrapper.noise_scale_ == printed["noise_scale_"]  # bit for bit, no tolerance
+    for name in ROUNDED_UP:
         if name in printed:
-            assert getattr(wrapper, name) == printed[name], name  # bit for bit, no tolerance
-    assert _coef(wrapper) == (printed["coef"], printed["coef0"])
+            value = getattr(wrapper, name)
+            assert printed[name] <= value <= printed[name] * (1 + PAD), name
+    coef = _coef(wrapper)
+    if "noise_constant_" in printed:
+        # Corollary 10's noise is the constant times the shape: the same draw, scaled up by the
+        # constant's round-off pad.
+        assert coef[1] == pytest.approx(printed["coef0"], rel=PAD)
+    else:
+        assert coef == (printed["coef"], printed["coef0"])  # the same noise, bit for bit
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
