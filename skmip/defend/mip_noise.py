@@ -27,6 +27,7 @@ from skmip.defend.synthetic_route import SYNTHETIC, fit_synthetic
 from skmip.defend._noise_method import METHODS, resolve_method
 from skmip.defend._parameters import DEPRECATED, fill_parameters, validate_shared, warn_ignored
 from skmip.defend._input import _validate_arrays, check_classes, validate_input
+from skmip.defend._learned import check_learner_on_data, check_releases
 from skmip.defend._calibrate import (
     TrainingSet,
     fit_released_base,
@@ -365,6 +366,7 @@ def _fit_path(wrapper, X, y, etas, fit_params, n_subsets):
     results = release(adapter, data, spread, law, base, theta, etas, classes)
     # The un-noised vector must not outlive this call.
     del theta
+    check_releases(_OWNER, results, data)  # reads the releases and D only (post-processing)
     return results
 
 
@@ -407,6 +409,9 @@ def _draw_training_set(wrapper, X, y, fit_params, n_etas):
         with input_errors(_OWNER):
             transformers, Z = route.fit_transform(X, y, pre_params, inner_seed)
         X, y, _ = _validate_arrays(_OWNER, route.last, copy.copy(wrapper), Z, y, fit_params)
+    # Decided from D before D_train is drawn: a learner that learns nothing from D is refused.
+    learner = fix_inner_random_state(clone(wrapper.estimator if route is None else route.last), inner_seed)
+    check_learner_on_data(_OWNER, learner, X, y, fit_params)
     train_rows = np.sort(rng.choice(n, size=n_train, replace=False)) if n_train < n else None
     # The calibration's subset choices take learner-style seeds (per-round seeds keep
     # parallel runs reproducible; they pick row positions, never the noise). The noise
