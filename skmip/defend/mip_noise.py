@@ -28,6 +28,7 @@ from skmip.defend._noise_method import METHODS, resolve_method
 from skmip.defend._parameters import DEPRECATED, fill_parameters, validate_shared, warn_ignored
 from skmip.defend._input import _validate_arrays, check_classes, validate_input
 from skmip.defend._learned import check_learner_on_data, check_releases
+from skmip.defend._coverage import class_coverage
 from skmip.defend._calibrate import (
     TrainingSet,
     fit_released_base,
@@ -353,14 +354,15 @@ def _fit_path(wrapper, X, y, etas, fit_params, n_subsets):
         )
     for eta in etas:
         check_eta(_OWNER, eta)
-    data = _draw_training_set(wrapper, X, y, fit_params, len(etas))
+    data = _draw_training_set(wrapper, X, y, fit_params, etas, n_subsets)
     estimator = clone(wrapper.estimator if data.route is None else data.route.last)
     estimator = fix_inner_random_state(estimator, data.inner_seed)
     adapter = get_adapter(estimator, wrapper.params)
     classes = _classes_in_train(wrapper, data)
     spread = measure_spread(wrapper, estimator, adapter, data, n_subsets)
     warn_ignored(_OWNER, wrapper, spread.method, spread.shape, n_subsets)
-    law, polish, certified = noise_law(wrapper, estimator, adapter, data, spread, etas)
+    law, polish, certified = noise_law(wrapper, estimator, adapter, data, spread, data.coverage.calibration_etas(etas))
+    law = data.coverage.wrap(law)  # subsets lacking a class are paid for (skmip.defend._coverage)
     log(wrapper, f"fitting the estimator on D_train ({data.n_train} rows)")
     base, theta = fit_released_base(estimator, adapter, data, spread, polish, certified)
     results = release(adapter, data, spread, law, base, theta, etas, classes)
@@ -370,7 +372,7 @@ def _fit_path(wrapper, X, y, etas, fit_params, n_subsets):
     return results
 
 
-def _draw_training_set(wrapper, X, y, fit_params, n_etas):
+def _draw_training_set(wrapper, X, y, fit_params, etas, n_subsets):
     """Validate the data, fit a pipeline's transformers on D, draw ``D_train`` and the seeds.
 
     The draws come in a fixed order from one root generator: the learner's seed, the rows of
@@ -387,7 +389,8 @@ def _draw_training_set(wrapper, X, y, fit_params, n_etas):
             f"{min_rows} training rows. Pass more data or a larger train_size."
         )
     check_classes(wrapper, y)
-
+    # Decided from D before D_train is drawn: what subsets lacking a class cost, or a refusal.
+    coverage = class_coverage(_OWNER, wrapper, y, n_train, n_subsets, etas)
     check_privacy_seed(_OWNER, wrapper.random_state)
     given_subset = wrapper.train_size == 1.0
     route = preprocessing_route(wrapper.estimator, wrapper.method, wrapper.params)
@@ -419,26 +422,21 @@ def _draw_training_set(wrapper, X, y, fit_params, n_etas):
     # seed of the noise can be enumerated and the noise subtracted).
     sigma_seed = draw_seed(rng)
     coupling_seed = draw_seed(rng)
-    noise_rngs = spawn_generators(rng, n_etas)
+    noise_rngs = spawn_generators(rng, len(etas))
     return TrainingSet(
         X=X, y=y, probe=probe, fit_params=fit_params, n_train=n_train, given_subset=given_subset,
         route=route, transformers=transformers, inner_seed=inner_seed, train_rows=train_rows,
-        sigma_seed=sigma_seed, coupling_seed=coupling_seed, noise_rngs=noise_rngs,
+        sigma_seed=sigma_seed, coupling_seed=coupling_seed, noise_rngs=noise_rngs, coverage=coverage,
     )
 
 
 def _classes_in_train(wrapper, data):
-    """A classifier's classes, all of which the random ``D_train`` must hold."""
+    """A classifier's classes, all of which the random ``D_train`` must hold (else a refusal in
+    one wording, which the promise accounts for: :mod:`skmip.defend._coverage`)."""
     if not is_classifier(wrapper):
         return None
     classes = np.unique(data.y)
-    missing = np.setdiff1d(classes, np.unique(data.y_train))
-    if missing.size:
-        raise ValueError(
-            f"{_OWNER}: the random D_train of {data.n_train} rows misses class(es) "
-            f"{missing.tolist()}, so the released model could not predict them. Pass more "
-            "rows of each class or a larger train_size."
-        )
+    data.coverage.check_subset(data.y_train, classes)
     return classes
 
 
