@@ -28,7 +28,7 @@ from skmip.defend._noise_method import METHODS, resolve_method
 from skmip.defend._parameters import DEPRECATED, fill_parameters, validate_shared, warn_ignored
 from skmip.defend._input import _validate_arrays, check_classes, validate_input
 from skmip.defend._learned import check_learner_on_data, check_releases
-from skmip.defend._coverage import class_coverage
+from skmip.defend._coverage import check_weighted_classes, class_coverage
 from skmip.defend._calibrate import (
     TrainingSet,
     fit_released_base,
@@ -138,7 +138,9 @@ class MIPNoiseWrapper(RenamedParametersMixin, MIPPromiseMixin, ReleasedModelMixi
         ``estimator_`` (itself eta-MIP: its tables are the release; ``domains_`` shows the
         domains used).
     noise_constant_ : float
-        Moments calibration: ``c = (6.16/eta)**(1 + 2/M)`` (Corollary 10).
+        Moments calibration: ``c = (6.16/eta)**(1 + 2/M)`` (Corollary 10); for a classifier at
+        ``eta - delta``, where ``delta`` pays for random subsets that lack a class (decided from
+        D: docs/coupling.md, "Subsets that lack a class").
     noise_scale_ : float
         Coupling calibration: the scale ``s`` of the Gaussian noise, in units of the shape.
         ``method_ == "synthetic"``: the synthesizer's noise on each cell fraction.
@@ -147,7 +149,8 @@ class MIPNoiseWrapper(RenamedParametersMixin, MIPPromiseMixin, ReleasedModelMixi
         ``noise_scale_ / noise_scale_point_`` is the price of the confidence statement.
     coupling_eta_upper_ : float or None
         Coupling calibration: the upper confidence bound on the MIP level at
-        ``noise_scale_`` (at most eta); ``None`` with ``confidence=None``, or when the swap
+        ``noise_scale_`` (at most eta; for a classifier it includes ``delta``, see
+        ``noise_constant_``); ``None`` with ``confidence=None``, or when the swap
         distances are estimates rather than certified bounds (``coupling_certified_``).
     coupling_certified_ : bool
         Coupling calibration: True when every swap distance is exact or a proven upper bound
@@ -389,8 +392,6 @@ def _draw_training_set(wrapper, X, y, fit_params, etas, n_subsets):
             f"{min_rows} training rows. Pass more data or a larger train_size."
         )
     check_classes(wrapper, y)
-    # Decided from D before D_train is drawn: what subsets lacking a class cost, or a refusal.
-    coverage = class_coverage(_OWNER, wrapper, y, n_train, n_subsets, etas)
     check_privacy_seed(_OWNER, wrapper.random_state)
     given_subset = wrapper.train_size == 1.0
     route = preprocessing_route(wrapper.estimator, wrapper.method, wrapper.params)
@@ -412,7 +413,11 @@ def _draw_training_set(wrapper, X, y, fit_params, etas, n_subsets):
         with input_errors(_OWNER):
             transformers, Z = route.fit_transform(X, y, pre_params, inner_seed)
         X, y, _ = _validate_arrays(_OWNER, route.last, copy.copy(wrapper), Z, y, fit_params)
-    # Decided from D before D_train is drawn: a learner that learns nothing from D is refused.
+    # Decided from D before D_train is drawn: what subsets lacking a class cost (or a refusal),
+    # and a learner that learns nothing from D is refused.
+    if is_classifier(wrapper):
+        check_weighted_classes(_OWNER, y, fit_params)
+    coverage = class_coverage(_OWNER, wrapper, y, n_train, n_subsets, etas)
     learner = fix_inner_random_state(clone(wrapper.estimator if route is None else route.last), inner_seed)
     check_learner_on_data(_OWNER, learner, X, y, fit_params)
     train_rows = np.sort(rng.choice(n, size=n_train, replace=False)) if n_train < n else None

@@ -123,3 +123,17 @@ def test_a_certified_fit_with_a_rare_class_states_eta_with_the_slack_paid():
     assert model.mip_bound_ == 0.3 and model.coupling_certified_
     assert model.coupling_eta_upper_ <= 0.3
     assert model.coupling_eta_upper_ - coverage.slack <= coverage.calibration_eta(0.3)
+
+
+def test_a_class_with_zero_weight_everywhere_is_refused_naming_sample_weight():
+    """Issue 31, item 11 (and scikit-learn's check_classifiers_one_label_sample_weights): zero
+    weight on every row of a class gave 'the objective's Hessian at the fit is not positive
+    definite'. Now: decided from D, naming sample_weight and the fix."""
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1], 20)
+    X = rng.normal(size=(40, 2)) + y[:, None]
+    weight = (y == 0).astype(float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError, match=r"sample_weight is zero on every row of class\(es\) \[1\]"):
+            MIPNoiseWrapper(LogisticRegression(), n_rounds=50, random_state=0).fit(X, y, sample_weight=weight)
