@@ -28,8 +28,14 @@ __all__ = ["CONSTANT_RTOL", "ModelCheck", "is_constant_output", "model_output", 
 #: rounding rather than signal (half the digits).
 CONSTANT_RTOL = float(np.sqrt(np.finfo(np.float64).eps))
 
-#: The methods whose result is a model's output on rows, most informative first.
-_OUTPUT_METHODS = ("predict_proba", "decision_function", "predict", "score_samples", "transform")
+#: The methods whose result is a model's output on rows, most informative first: a
+#: classifier's scores, a regressor's predictions, else a density or a transform (a
+#: one-component mixture's ``predict_proba`` is 1 everywhere; its ``score_samples`` is not).
+_OUTPUT_METHODS = {
+    "classifier": ("predict_proba", "decision_function", "predict"),
+    "regressor": ("predict",),
+    None: ("score_samples", "transform", "predict"),
+}
 
 
 @dataclass(frozen=True)
@@ -81,10 +87,20 @@ def is_constant_output(output) -> bool:
 
 
 def model_output(model, X):
-    """The model's output on ``X``: the first of ``predict_proba``, ``decision_function``,
-    ``predict``, ``score_samples``, ``transform`` it has, or ``None`` if it has none (a
-    :class:`~skmip.release.statistic.Statistic` releases numbers, not a function of rows)."""
-    for name in _OUTPUT_METHODS:
+    """The model's output on ``X``, or ``None`` if it has none (a
+    :class:`~skmip.release.statistic.Statistic` releases numbers, not a function of rows).
+
+    A classifier's first of ``predict_proba``, ``decision_function``, ``predict``; a
+    regressor's ``predict``; any other model's first of ``score_samples``, ``transform``,
+    ``predict``.
+    """
+    from sklearn.utils import get_tags
+
+    try:
+        kind = get_tags(model).estimator_type
+    except Exception:  # noqa: BLE001 - a third-party model without tags: the generic order
+        kind = None
+    for name in _OUTPUT_METHODS.get(kind, _OUTPUT_METHODS[None]):
         method = getattr(model, name, None)
         if callable(method):
             return np.asarray(method(X))

@@ -84,3 +84,19 @@ def test_constant_means_within_half_the_digits():
     assert is_constant_output(np.zeros((3, 1)))
     assert not is_constant_output(np.zeros((1, 1)))  # one row: nothing to compare
     assert not is_constant_output(np.array([[np.nan], [np.nan]]))  # non-finite is another finding
+
+
+def test_a_one_component_mixture_is_read_by_its_density():
+    """GaussianMixture(1).predict_proba is 1 for every row; its density is the output that
+    says whether it learned (skmip.params.learned.model_output)."""
+    from sklearn.mixture import GaussianMixture
+
+    from skmip.params.learned import model_output
+
+    X = np.random.default_rng(0).normal(size=(200, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the moments route's own PrivacyWarning
+        model = MIPNoiseWrapper(GaussianMixture(1), eta=0.3, method="moments", n_subsets=16,
+                                random_state=0).fit(X)
+    assert not is_constant_output(model_output(GaussianMixture(1).fit(X), X))
+    assert model.method_ == "moments"

@@ -278,6 +278,8 @@ def _check_instances():
         MIPNoiseWrapper(Ridge(), method="moments", **kw),
         # eta = 0.45 < 1/2 needs real noise; few rounds keep the checks fast.
         MIPNoiseWrapper(Ridge(), eta=0.45, random_state=0, method="coupling", n_rounds=40),
+        # Issue 31's configuration (coupling, certified), with fewer rounds to keep the checks fast.
+        MIPNoiseWrapper(LogisticRegression(C=0.1), eta=0.2, random_state=0, n_rounds=100),
     ]
 
 
@@ -291,11 +293,33 @@ EXPECTED_FAILED = {
 }
 
 
-@parametrize_with_checks(
-    _check_instances(),
+# Issue 31, item 9 (open): the checks' classifier data have 10 to 40 rows and classes of 3 to
+# 20, and some fit set of the coupling calibration (400 in all) lacks a class; the calibration
+# then stops with MissingClassError instead of scoring the pair (docs/coupling.md, "Subsets
+# that lack a class": the proof allows scoring it 0, the engines do not yet). The two sparse
+# checks and check_fit2d_1feature fail the same way: they read the message of that error.
+# Whether a check fails depends on the calibration's draws (a coin flip at this size): with
+# these seeds 8 of the 13 fail and 5 pass (XPASS); with the default n_rounds=400, all 13 fail.
+SMALL_CLASSES = ("issue 31, item 9 (open): a fit set of the coupling calibration on the check's "
+                 "10-40-row data lacks a class and the calibration stops (MissingClassError)")
+COUPLING_CLASSIFIER_FAILED = dict.fromkeys((
+    "check_estimators_overwrite_params", "check_dont_overwrite_parameters",
+    "check_estimators_fit_returns_self", "check_readonly_memmap_input",
+    "check_n_features_in_after_fitting", "check_estimators_nan_inf", "check_estimator_sparse_array",
+    "check_estimator_sparse_matrix", "check_f_contiguous_array_estimator",
+    "check_classifier_data_not_an_array", "check_fit2d_1feature", "check_dict_unchanged",
+    "check_fit2d_predict1d",
+), SMALL_CLASSES)
+
+
+def _expected_failed(est):
+    if est.method == "moments":
+        return EXPECTED_FAILED
     # The coupling calibration keeps enough signal to pass the accuracy checks.
-    expected_failed_checks=lambda est: EXPECTED_FAILED if est.method == "moments" else {},
-)
+    return COUPLING_CLASSIFIER_FAILED if isinstance(est.estimator, LogisticRegression) else {}
+
+
+@parametrize_with_checks(_check_instances(), expected_failed_checks=_expected_failed)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
