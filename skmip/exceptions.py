@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "PrivacyWarning",
     "AuditWarning",
+    "DegenerateReleaseWarning",
     "TrainingFailedError",
     "MissingClassError",
     "check_privacy_seed",
@@ -34,12 +35,29 @@ class AuditWarning(UserWarning):
     """
 
 
-class TrainingFailedError(ValueError):
-    """The models of a membership game did not train, so no attack result would mean anything.
+class DegenerateReleaseWarning(UserWarning):
+    """A defence released a model that predicts one output for every row of D.
 
-    Raised before any attack scores the game when a model has non-finite parameters or
-    outputs, or when most models predict the same output for every row: an audit would
-    then report AUC 0.5 -- "no leakage" -- about models that learned nothing.
+    The privacy promise still holds (a model that says the same thing about everyone reveals
+    nothing about anyone), but the release is useless: a classifier that predicts one class,
+    a regressor that predicts one value. It happens when the noise swamps what the learner
+    found (a small ``eta`` on little data) or when the learner found almost nothing (features
+    of tiny magnitude against the regularisation). The check reads only the release and D,
+    so the warning is a post-processing of the release and reveals nothing more than it
+    (docs/mip_noise.md, "A release that did not learn"). Not a :class:`PrivacyWarning`: no
+    setting weakened the promise.
+    """
+
+
+class TrainingFailedError(ValueError):
+    """A model did not train, so neither an audit of it nor a promise about it would mean anything.
+
+    Raised by the audit before any attack scores a membership game when a model has
+    non-finite parameters or outputs, or when most models predict the same output for every
+    row (an audit would then report AUC 0.5 -- "no leakage" -- about models that learned
+    nothing); and by the defences when the learner fitted on all of D, before ``D_train`` is
+    drawn, gives non-finite parameters or outputs or the same output for every row of D, or
+    when the released model's parameters or outputs are not finite.
 
     Attributes
     ----------

@@ -330,8 +330,10 @@ def test_features_too_large_for_the_solver_give_an_error_not_an_all_zero_model(m
                                     confidence=None, random_state=0)
     with pytest.raises(ValueError, match="MIPNoiseWrapper|estimate_swap_deltas") as info:
         _fit(wrapper, SPECS["MIPNoiseWrapper(moments)"], X * 1e50, y)
-    if method == "moments":
-        assert "did not depend on the data" in str(info.value)
+    # Decided from D before D_train is drawn (issue 31, item 3): the fit on all of D learned
+    # nothing (skmip.defend._learned), the same refusal on both routes.
+    assert "learned nothing from the features" in str(info.value)
+    assert "before D_train is drawn" in str(info.value)
     assert not hasattr(wrapper, "estimator_")
 
 
@@ -409,3 +411,43 @@ def test_csv_target_spellings_are_one_class(tmp_path):
     bunch = load_csv(path, "label")
     assert bunch.target_names == ["0", "1"]
     assert bunch.target.tolist() == [1, 1, 1, 0, 1, 0, 1, 0]
+
+
+# Issue 31, items 3 and 4, for both noise wrappers: tiny features and a class of one row. What
+# the wrapper says is decided from D, so it is the same for every draw of D_train.
+_NOISE_WRAPPERS = {
+    "MIPNoiseWrapper": lambda seed: skmip.MIPNoiseWrapper(LogisticRegression(C=0.1), eta=0.3, n_rounds=50,
+                                                          random_state=seed),
+    "MIPNoiseWrapperCV": lambda seed: skmip.MIPNoiseWrapperCV(LogisticRegression(C=0.1), etas=(0.3,), n_rounds=50,
+                                                              cv=3, random_state=seed),
+}
+
+
+@pytest.mark.parametrize("name", list(_NOISE_WRAPPERS))
+@pytest.mark.parametrize("scale", [1e-8, 1e-300])
+def test_features_too_small_to_learn_from_are_refused_the_same_way_for_every_draw(name, scale):
+    X, y = _data(SPECS["DPLogisticRegression"])
+    texts = set()
+    for seed in range(3):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(skmip.exceptions.TrainingFailedError, match="learned nothing") as info:
+                _NOISE_WRAPPERS[name](seed).fit(X * scale, y)
+        texts.add(str(info.value))
+    assert len(texts) == 1
+
+
+@pytest.mark.parametrize("name", list(_NOISE_WRAPPERS))
+def test_a_class_of_one_row_is_refused_the_same_way_for_every_draw(name):
+    X, y = _data(SPECS["DPLogisticRegression"])
+    y = y.copy()
+    y[0] = 2
+    seen = set()
+    for seed in range(6):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(ValueError) as info:
+                _NOISE_WRAPPERS[name](seed).fit(X, y)
+        seen.add((type(info.value), str(info.value)))
+    assert len(seen) == 1
+    assert name in next(iter(seen))[1]

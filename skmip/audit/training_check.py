@@ -4,7 +4,8 @@ An attack on models that learned nothing finds nothing: every model of
 ``LogisticRegression().fit(X * 1e300, y)`` stops at its starting point and predicts 1/2 for
 every row, and the audit would read AUC 0.5, advantage 0 -- "no leakage". So the game
 records, for every model, whether its fitted parameters and outputs are finite, whether its
-output is the same for every row, and whether its optimiser warned that it did not converge;
+output is the same for every row, and whether its optimiser warned that it did not converge
+(:func:`skmip.params.learned.inspect_fitted_model`, the one source the defences' checks use too);
 :func:`check_training` turns that into a :class:`~skmip.exceptions.TrainingFailedError` (the
 audit cannot mean anything) or an :class:`~skmip.exceptions.AuditWarning` (it means less).
 
@@ -28,85 +29,11 @@ models, mean the optimiser never left its start: an error.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
-
-import numpy as np
 
 from skmip.exceptions import AuditWarning, TrainingFailedError
+from skmip.params.learned import ModelCheck, inspect_fitted_model
 
 __all__ = ["ModelCheck", "inspect_fitted_model", "check_training"]
-
-@dataclass(frozen=True)
-class ModelCheck:
-    """What one fitted model of the game looks like to the training check.
-
-    Attributes
-    ----------
-    nonfinite_params : tuple of str
-        Names the parameter blocks holding NaN or inf (empty when finite, or when no
-        parameter adapter reads the model).
-    finite_output : bool
-        Whether the recorded output (probabilities, predictions, log-densities) is finite.
-    constant_output : bool
-        Whether the output is identical for every row of the pool.
-    converged : bool
-        False when fitting raised a :class:`sklearn.exceptions.ConvergenceWarning`.
-    """
-
-    nonfinite_params: tuple = ()
-    finite_output: bool = True
-    constant_output: bool = False
-    converged: bool = True
-
-
-def _nonfinite_params(model):
-    """Whether the fitted parameters hold NaN or inf, read through the parameter adapter.
-
-    The adapter (:func:`skmip.params.get_adapter`) is the one place that knows where an
-    estimator keeps its parameters; a meta-estimator's ``estimator_`` is read when the
-    model itself has no adapter. Models without any (trees, forests, k-NN) are checked
-    through their outputs only. Returns the adapter's name when a non-finite value is found.
-    """
-    from skmip.params import get_adapter
-
-    for obj in (model, getattr(model, "estimator_", None)):
-        if obj is None:
-            continue
-        try:
-            adapter = get_adapter(obj)
-            vector = np.asarray(adapter.get_vector(obj), dtype=np.float64)
-        except Exception:  # noqa: BLE001 - no adapter, or one that cannot read this model
-            continue
-        if not np.all(np.isfinite(vector)):
-            return (f"{type(obj).__name__} parameters",)
-        return ()
-    return ()
-
-
-def inspect_fitted_model(model, output, convergence_warnings: int = 0) -> ModelCheck:
-    """The :class:`ModelCheck` of one fitted model from its raw output on the pool.
-
-    Parameters
-    ----------
-    model : fitted estimator
-    output : ndarray of shape (n_samples, ...)
-        What the game read from the model, before any transformation: ``predict_proba``,
-        ``predict`` or ``score_samples`` on the pool, or a callable's signal.
-    convergence_warnings : int, default=0
-        Number of :class:`~sklearn.exceptions.ConvergenceWarning` raised by ``fit``.
-
-    Returns
-    -------
-    ModelCheck
-    """
-    out = np.asarray(output, dtype=np.float64)
-    out = out.reshape(out.shape[0], -1) if out.ndim else out.reshape(1, 1)
-    finite = bool(np.all(np.isfinite(out)))
-    constant = bool(finite and out.shape[0] > 1 and np.all(out == out[0]))
-    return ModelCheck(
-        nonfinite_params=tuple(_nonfinite_params(model)), finite_output=finite,
-        constant_output=constant, converged=convergence_warnings == 0,
-    )
 
 
 def check_training(checks, *, owner: str, estimator_name: str = "the estimator", stacklevel: int = 3) -> list:

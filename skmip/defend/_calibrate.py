@@ -57,6 +57,7 @@ class TrainingSet:
     sigma_seed: int
     coupling_seed: int
     noise_rngs: list
+    coverage: Any = None  # skmip.defend._coverage.ClassCoverage, decided from D before the draw
 
     @property
     def n(self):

@@ -11,7 +11,7 @@ import copy
 
 from sklearn.base import is_classifier
 from sklearn.utils import get_tags
-from sklearn.utils.validation import check_array, check_consistent_length, validate_data
+from sklearn.utils.validation import check_array, check_consistent_length, column_or_1d, validate_data
 
 from skmip.utils.rows import n_rows
 from skmip.utils.validation import check_class_labels, check_magnitude, check_sample_weight, input_errors
@@ -64,6 +64,11 @@ def _validate_arrays(owner, estimator, probe, X, y, fit_params):
                 probe, X, y, reset=True, accept_sparse=accept_sparse, ensure_all_finite=True,
                 dtype=dtype, multi_output=True,
             )
+            if getattr(y, "ndim", 1) == 2 and y.shape[1] == 1 and not inner_tags.target_tags.multi_output:
+                # A column vector for a single-output learner: raveled with scikit-learn's
+                # DataConversionWarning, as the learner itself would (the calibration's losses
+                # read one label per row).
+                y = column_or_1d(y, warn=True)
         else:
             X = validate_data(
                 probe, X, reset=True, accept_sparse=accept_sparse, ensure_all_finite=True,

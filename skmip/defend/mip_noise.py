@@ -27,6 +27,8 @@ from skmip.calibration.routes import check_cost, n_train_of, warn_if_vacuous
 from skmip.defend.synthetic_route import SYNTHETIC, fit_synthetic
 from skmip.defend._parameters import DEPRECATED, MovedKnobsMixin, fill_parameters, validate_shared
 from skmip.defend._input import _validate_arrays, check_classes, validate_input
+from skmip.defend._learned import check_learner_on_data, check_releases
+from skmip.defend._coverage import check_weighted_classes, class_coverage
 from skmip.defend._calibrate import (
     TrainingSet,
     fit_released_base,
@@ -126,7 +128,9 @@ class MIPNoiseWrapper(MovedKnobsMixin, RenamedParametersMixin, MIPPromiseMixin, 
         ``estimator_`` (itself eta-MIP: its tables are the release; ``domains_`` shows the
         domains used).
     noise_constant_ : float
-        Moments calibration: ``c = (6.16/eta)**(1 + 2/M)`` (Corollary 10).
+        Moments calibration: ``c = (6.16/eta)**(1 + 2/M)`` (Corollary 10); for a classifier at
+        ``eta - delta``, where ``delta`` pays for random subsets that lack a class (decided from
+        D: docs/coupling.md, "Subsets that lack a class").
     noise_scale_ : float
         Coupling calibration: the scale ``s`` of the Gaussian noise, in units of the shape.
         ``method_ == "synthetic"``: the synthesizer's noise on each cell fraction.
@@ -135,7 +139,8 @@ class MIPNoiseWrapper(MovedKnobsMixin, RenamedParametersMixin, MIPPromiseMixin, 
         ``noise_scale_ / noise_scale_point_`` is the price of the confidence statement.
     coupling_eta_upper_ : float or None
         Coupling calibration: the upper confidence bound on the MIP level at
-        ``noise_scale_`` (at most eta); ``None`` with ``confidence=None``, or when the swap
+        ``noise_scale_`` (at most eta; for a classifier it includes ``delta``, see
+        ``noise_constant_``); ``None`` with ``confidence=None``, or when the swap
         distances are estimates rather than certified bounds (``coupling_certified_``).
     coupling_certified_ : bool
         Coupling calibration: True when every swap distance is exact or a proven upper bound
@@ -325,8 +330,6 @@ def _explain_missing_class(wrapper):
         ) from None
 
 
-
-
 def _fit_path(wrapper, route, X, y, etas, fit_params):
     """Fit once, noise once per eta: the shared body of ``fit`` and :func:`mip_noise_path`.
 
@@ -347,12 +350,15 @@ def _fit_path(wrapper, route, X, y, etas, fit_params):
     adapter = get_adapter(estimator, wrapper.params)
     classes = _classes_in_train(wrapper, data)
     spread = measure_spread(wrapper, route, estimator, adapter, data)
-    law, polish, certified = noise_law(wrapper, route, estimator, adapter, data, spread, etas)
+    law, polish, certified = noise_law(wrapper, route, estimator, adapter, data, spread,
+                                       data.coverage.calibration_etas(etas))
+    law = data.coverage.wrap(law)  # subsets lacking a class are paid for (skmip.defend._coverage)
     log(wrapper, f"fitting the estimator on D_train ({data.n_train} rows)")
     base, theta = fit_released_base(estimator, adapter, data, spread, polish, certified)
     results = release(adapter, data, spread, law, base, theta, etas, classes)
     # The un-noised vector must not outlive this call.
     del theta
+    check_releases(_OWNER, results, data)  # reads the releases and D only (post-processing)
     return results
 
 
@@ -399,6 +405,13 @@ def _draw_training_set(wrapper, route, X, y, fit_params, etas):
         X, y, _ = _validate_arrays(_OWNER, pipeline.last, copy.copy(wrapper), Z, y, fit_params)
     n_features = X.shape[1] if len(getattr(X, "shape", ())) > 1 else 1
     check_cost(_OWNER, route, n, n_features, n_train, wrapper.estimator if pipeline is None else pipeline.last)
+    # Decided from D before D_train is drawn: what subsets lacking a class cost (or a refusal),
+    # and a learner that learns nothing from D is refused.
+    if is_classifier(wrapper):
+        check_weighted_classes(_OWNER, y, fit_params)
+    coverage = class_coverage(_OWNER, wrapper, route, y, n_train, etas)
+    learner = fix_inner_random_state(clone(wrapper.estimator if pipeline is None else pipeline.last), inner_seed)
+    check_learner_on_data(_OWNER, learner, X, y, fit_params)
     train_rows = np.sort(rng.choice(n, size=n_train, replace=False)) if n_train < n else None
     # The calibration's subset choices take learner-style seeds (per-round seeds keep
     # parallel runs reproducible; they pick row positions, never the noise). The noise
@@ -410,22 +423,17 @@ def _draw_training_set(wrapper, route, X, y, fit_params, etas):
     return TrainingSet(
         X=X, y=y, probe=probe, fit_params=fit_params, n_train=n_train, given_subset=given_subset,
         route=pipeline, transformers=transformers, inner_seed=inner_seed, train_rows=train_rows,
-        sigma_seed=sigma_seed, coupling_seed=coupling_seed, noise_rngs=noise_rngs,
+        sigma_seed=sigma_seed, coupling_seed=coupling_seed, noise_rngs=noise_rngs, coverage=coverage,
     )
 
 
 def _classes_in_train(wrapper, data):
-    """A classifier's classes, all of which the random ``D_train`` must hold."""
+    """A classifier's classes, all of which the random ``D_train`` must hold (else a refusal in
+    one wording, which the promise accounts for: :mod:`skmip.defend._coverage`)."""
     if not is_classifier(wrapper):
         return None
     classes = np.unique(data.y)
-    missing = np.setdiff1d(classes, np.unique(data.y_train))
-    if missing.size:
-        raise ValueError(
-            f"{_OWNER}: the random D_train of {data.n_train} rows misses class(es) "
-            f"{missing.tolist()}, so the released model could not predict them. Pass more "
-            "rows of each class or a larger train_size."
-        )
+    data.coverage.check_subset(data.y_train, classes)
     return classes
 
 

@@ -26,6 +26,7 @@ from skmip.utils.deprecation import RenamedParametersMixin
 from skmip.utils.validation import check_cv_folds, check_eta, check_interval
 from skmip.exceptions import (
     NO_PROMISE_MESSAGE,
+    DegenerateReleaseWarning,
     PrivacyWarning,
     check_privacy_seed,
     warn_no_promise_on_given_subset,
@@ -358,6 +359,9 @@ class MIPNoiseWrapperCV(MovedKnobsMixin, RenamedParametersMixin, MIPPromiseMixin
             X_test = _safe_indexing(X, test)
             y_test = None if y is None else _safe_indexing(y, test)
             with _seed_warned_once():
+                # Fold models are scored, never released: one that predicts one class is
+                # what its score ranks down (the refit's release is checked and warns).
+                warnings.simplefilter("ignore", DegenerateReleaseWarning)
                 path = mip_noise_path(
                     self.estimator, _safe_indexing(X, train),
                     None if y is None else _safe_indexing(y, train), etas=etas,

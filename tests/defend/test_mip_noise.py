@@ -278,6 +278,8 @@ def _check_instances():
         MIPNoiseWrapper(Ridge(), method="moments", **kw),
         # eta = 0.45 < 1/2 needs real noise; few rounds keep the checks fast.
         MIPNoiseWrapper(Ridge(), eta=0.45, random_state=0, method="coupling", n_rounds=40),
+        # Issue 31's configuration (coupling, certified), with fewer rounds to keep the checks fast.
+        MIPNoiseWrapper(LogisticRegression(C=0.1), eta=0.2, random_state=0, n_rounds=100),
     ]
 
 
@@ -291,11 +293,33 @@ EXPECTED_FAILED = {
 }
 
 
-@parametrize_with_checks(
-    _check_instances(),
+# Issue 31, item 9 (open): the checks' classifier data have 10 to 40 rows and classes of 3 to
+# 20, and some fit set of the coupling calibration (400 in all) lacks a class; the calibration
+# then stops with MissingClassError instead of scoring the pair (docs/coupling.md, "Subsets
+# that lack a class": the proof allows scoring it 0, the engines do not yet). The two sparse
+# checks and check_fit2d_1feature fail the same way: they read the message of that error.
+# Whether a check fails depends on the calibration's draws (a coin flip at this size): with
+# these seeds 8 of the 13 fail and 5 pass (XPASS); with the default n_rounds=400, all 13 fail.
+SMALL_CLASSES = ("issue 31, item 9 (open): a fit set of the coupling calibration on the check's "
+                 "10-40-row data lacks a class and the calibration stops (MissingClassError)")
+COUPLING_CLASSIFIER_FAILED = dict.fromkeys((
+    "check_estimators_overwrite_params", "check_dont_overwrite_parameters",
+    "check_estimators_fit_returns_self", "check_readonly_memmap_input",
+    "check_n_features_in_after_fitting", "check_estimators_nan_inf", "check_estimator_sparse_array",
+    "check_estimator_sparse_matrix", "check_f_contiguous_array_estimator",
+    "check_classifier_data_not_an_array", "check_fit2d_1feature", "check_dict_unchanged",
+    "check_fit2d_predict1d",
+), SMALL_CLASSES)
+
+
+def _expected_failed(est):
+    if est.method == "moments":
+        return EXPECTED_FAILED
     # The coupling calibration keeps enough signal to pass the accuracy checks.
-    expected_failed_checks=lambda est: EXPECTED_FAILED if est.method == "moments" else {},
-)
+    return COUPLING_CLASSIFIER_FAILED if isinstance(est.estimator, LogisticRegression) else {}
+
+
+@parametrize_with_checks(_check_instances(), expected_failed_checks=_expected_failed)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
@@ -319,29 +343,37 @@ def test_sample_weight_follows_the_rows(cancer):
     ("coupling", "auto", "estimate_swap_deltas"),
 ])
 def test_a_calibration_subset_missing_a_class_is_explained(method, shape, where):
-    """A rare class (2 of 30 rows): some random calibration subset of 15 rows lacks it. The error
-    names the wrapper, the subset size, the class, the parameter and the fix, not scikit-learn's
-    'needs samples of at least 2 classes'."""
+    """A rare class (3 of 40 rows): a random D_train of 20 rows lacks it with probability 0.115,
+    which the promise pays for (skmip.defend._coverage: the noise is calibrated to eta - 0.23),
+    and some random calibration subset of 20 rows lacks it. The error names the wrapper, the
+    subset size, the class, the parameter and the fix, not scikit-learn's 'needs samples of at
+    least 2 classes'."""
     from skmip.exceptions import MissingClassError
 
     rng = np.random.default_rng(0)
-    X = rng.normal(size=(30, 2))
-    y = np.zeros(30, dtype=int)
-    y[:3], y[3:5] = 1, 2
+    X = rng.normal(size=(40, 2))
+    y = np.zeros(40, dtype=int)
+    y[:3], y[3:23] = 1, 2
     X += y[:, None]
-    w = MIPNoiseWrapper(LogisticRegression(), eta=0.1, method=method, noise_shape=shape, n_subsets=16,
+    w = MIPNoiseWrapper(LogisticRegression(), eta=0.5, method=method, noise_shape=shape, n_subsets=16,
                         n_rounds=20, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with pytest.raises(MissingClassError) as info:
             w.fit(X, y)
     msg = str(info.value)
-    assert msg.startswith("MIPNoiseWrapper: the noise is calibrated over random subsets of 15 of the 30 rows")
-    assert "class(es) [2]" in msg or "class(es) [1]" in msg
+    assert msg.startswith("MIPNoiseWrapper: the noise is calibrated over random subsets of 20 of the 40 rows")
+    assert "class(es) [1]" in msg
     assert "train_size=0.5" in msg and "Pass more rows of each class or a larger train_size" in msg
     assert where in msg  # the detail says which step drew the subset
-    # With train_size=1.0 the subsets are halves of the given data: a larger train_size is no fix.
+    # With train_size=1.0 the subsets are halves of the given data: a larger train_size is no fix
+    # (a class of 2 in 30 rows; with train_size=0.5 the same data are refused before the draw).
+    X, y = X[:30] - y[:30, None], np.zeros(30, dtype=int)
+    y[:3], y[3:5] = 1, 2
+    X += y[:, None]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with pytest.raises(MissingClassError, match="halves of the data given to fit"):
             clone(w).set_params(train_size=1.0).fit(X, y)
+        with pytest.raises(ValueError, match="before D_train is drawn"):
+            w.fit(X, y)

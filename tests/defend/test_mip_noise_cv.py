@@ -186,6 +186,11 @@ def _check_instances():
         # eta = 0.45 < 1/2 needs real noise; few rounds keep the checks fast.
         MIPNoiseWrapperCV(Ridge(), etas=(0.45,), method="coupling", n_rounds=40,
                           cv=ShuffleSplit(n_splits=2, test_size=0.25, random_state=0), random_state=0),
+        # Issue 31's classifier, by coupling (certified); two etas, two splits and fewer rounds
+        # keep the checks fast.
+        MIPNoiseWrapperCV(LogisticRegression(C=0.1), etas=(0.2, 0.3), n_rounds=100,
+                          cv=StratifiedShuffleSplit(n_splits=2, test_size=0.25, random_state=0),
+                          random_state=0),
     ]
 
 
@@ -194,8 +199,6 @@ def _check_instances():
 EXPECTED_FAILED = {
     "check_classifiers_train": "noise calibrated to eta=0.5 still swamps the signal of 30-row toy data",
     "check_regressors_train": "same: the privacy noise, not the fit, dominates on toy data",
-    "check_classifiers_one_label_sample_weights": "the remaining class must be predicted everywhere, "
-    "and Corollary 10's noise at eta <= 0.5 flips some predictions of a 10-row fit",
 }
 # A fold of the checks' 3-class data with 7 to 20 rows leaves classes of 1 to 3 rows, and a
 # random subset of it for sigma misses one; estimate_sigma then refuses (the model would have
@@ -207,12 +210,32 @@ for _check in ("check_fit2d_1feature", "check_f_contiguous_array_estimator",
 # (Ridge on a fold of check_fit2d_1feature's data has swap distances at rounding level; the
 # solver check has an absolute floor for that case, skmip.calibration.swap.polish._SOLVER_ATOL.)
 COUPLING_FAILED = {}
+# Issue 31, item 9 (open): each fold of the checks' classifier data (7 to 30 rows) is
+# calibrated by coupling, and some fit set of its calibration lacks a class (the calibration
+# stops with MissingClassError instead of scoring the pair: docs/coupling.md, "Subsets that
+# lack a class"), or a fold's class is so small that a random D_train would lack it too often
+# to pay for (refused before the draw). The sparse, dtype-object and 1-feature checks read the
+# message of that error. Which checks fail depends on the calibrations' draws.
+SMALL_CLASSES = ("issue 31, item 9 (open): a fold's coupling calibration on the check's 7-30-row "
+                 "data has a fit set lacking a class (MissingClassError), or a class too small to pay for")
+COUPLING_CLASSIFIER_FAILED = dict.fromkeys((
+    "check_fit_score_takes_y", "check_estimators_overwrite_params", "check_dont_overwrite_parameters",
+    "check_estimators_fit_returns_self", "check_readonly_memmap_input",
+    "check_n_features_in_after_fitting", "check_dtype_object", "check_estimators_nan_inf",
+    "check_estimator_sparse_array", "check_estimator_sparse_matrix",
+    "check_f_contiguous_array_estimator", "check_classifier_data_not_an_array",
+    "check_classifiers_classes", "check_supervised_y_2d", "check_fit2d_1feature",
+    "check_dict_unchanged", "check_fit2d_predict1d",
+), SMALL_CLASSES)
 
 
-@parametrize_with_checks(
-    _check_instances(),
-    expected_failed_checks=lambda est: EXPECTED_FAILED if est.method == "moments" else COUPLING_FAILED,
-)
+def _expected_failed(est):
+    if est.method == "moments":
+        return EXPECTED_FAILED
+    return COUPLING_CLASSIFIER_FAILED if isinstance(est.estimator, LogisticRegression) else COUPLING_FAILED
+
+
+@parametrize_with_checks(_check_instances(), expected_failed_checks=_expected_failed)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
