@@ -29,7 +29,7 @@ from fractions import Fraction
 import numpy as np
 from sklearn.base import is_classifier
 
-__all__ = ["miss_probability", "class_coverage", "check_weighted_classes", "ClassCoverage"]
+__all__ = ["miss_probability", "class_coverage", "ClassCoverage"]
 
 #: A relative margin far above the error of ``math.lgamma`` (a few ulps) on each term.
 _LGAMMA_MARGIN = 1e-12
@@ -151,32 +151,6 @@ class _PaidLaw:
 def _counts(y):
     labels, counts = np.unique(np.asarray(y).reshape(len(y), -1)[:, 0], return_counts=True)
     return ", ".join(f"{label!r}: {count}" for label, count in zip(labels.tolist(), counts.tolist()))
-
-
-def check_weighted_classes(owner, y, fit_params):
-    """Refuse, from D, a class whose rows all have zero ``sample_weight``.
-
-    Such a class is absent from every weighted fit: the learner would see one class fewer than
-    ``y`` has (scikit-learn then fits another parameter layout, or its objective is flat along
-    that class's parameters).
-
-    Raises
-    ------
-    ValueError
-        Naming the classes, ``sample_weight`` and the fix.
-    """
-    weight = (fit_params or {}).get("sample_weight")
-    if weight is None or y is None:
-        return
-    labels, inverse = np.unique(np.asarray(y).reshape(len(y), -1)[:, 0], return_inverse=True)
-    totals = np.bincount(inverse.ravel(), weights=np.asarray(weight, dtype=np.float64), minlength=labels.size)
-    empty = labels[totals <= 0]
-    if empty.size:
-        raise ValueError(
-            f"{owner}: sample_weight is zero on every row of class(es) {empty.tolist()}, so no "
-            "weighted fit would see them and the released classifier could not predict them. Drop "
-            "those rows (and the class from y), or give them a positive sample_weight."
-        )
 
 
 def class_coverage(owner, wrapper, route, y, n_train, etas):

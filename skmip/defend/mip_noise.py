@@ -28,7 +28,7 @@ from skmip.defend.synthetic_route import SYNTHETIC, fit_synthetic
 from skmip.defend._parameters import DEPRECATED, MovedKnobsMixin, fill_parameters, validate_shared
 from skmip.defend._input import _validate_arrays, check_classes, validate_input
 from skmip.defend._learned import check_learner_on_data, check_releases
-from skmip.defend._coverage import check_weighted_classes, class_coverage
+from skmip.defend._coverage import class_coverage
 from skmip.defend._calibrate import (
     TrainingSet,
     fit_released_base,
@@ -406,9 +406,8 @@ def _draw_training_set(wrapper, route, X, y, fit_params, etas):
     n_features = X.shape[1] if len(getattr(X, "shape", ())) > 1 else 1
     check_cost(_OWNER, route, n, n_features, n_train, wrapper.estimator if pipeline is None else pipeline.last)
     # Decided from D before D_train is drawn: what subsets lacking a class cost (or a refusal),
-    # and a learner that learns nothing from D is refused.
-    if is_classifier(wrapper):
-        check_weighted_classes(_OWNER, y, fit_params)
+    # and a learner that learns nothing from D is refused (a class of zero weight was refused
+    # with the input, skmip.utils.validation.check_sample_weight).
     coverage = class_coverage(_OWNER, wrapper, route, y, n_train, etas)
     learner = fix_inner_random_state(clone(wrapper.estimator if pipeline is None else pipeline.last), inner_seed)
     check_learner_on_data(_OWNER, learner, X, y, fit_params)

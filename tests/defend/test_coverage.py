@@ -9,6 +9,7 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 
 from skmip import MIPNoiseWrapper
+from skmip.calibration.routes import MomentsRoute
 from skmip.defend._coverage import ClassCoverage, class_coverage, miss_probability
 
 
@@ -76,15 +77,19 @@ def test_the_calibration_eta_and_the_stated_levels_are_rounded_outward():
     assert ClassCoverage().calibration_eta(0.1) == 0.1 and ClassCoverage().stated(None) is None
 
 
-def _Wrapper(train_size=0.5, sigma_from="dataset"):
-    return MIPNoiseWrapper(LogisticRegression(), train_size=train_size, sigma_from=sigma_from)
+def _Wrapper(train_size=0.5):
+    return MIPNoiseWrapper(LogisticRegression(), train_size=train_size)
+
+
+def _route(sigma_from="dataset", n_subsets=4):
+    return MomentsRoute(sigma_from=sigma_from, n_subsets=n_subsets)
 
 
 def test_the_residual_refusal_names_d_only():
     """Three classes of 10 rows, k = 15: delta = 6.0e-4 is paid in the calibration; a D_train
     that lacks a class is refused in one wording, whichever class and rows it lacks."""
     y = np.repeat([0, 1, 2], 10)
-    coverage = class_coverage("W", _Wrapper(), y, 15, 128, [0.2])
+    coverage = class_coverage("W", _Wrapper(), _route(n_subsets=128), y, 15, [0.2])
     assert coverage.slack == pytest.approx(2 * 3 * math.comb(20, 15) / math.comb(30, 15), rel=1e-9)
     assert coverage.slack >= 2 * coverage.miss
     texts = set()
@@ -98,13 +103,13 @@ def test_the_residual_refusal_names_d_only():
 
 def test_halves_of_d_train_are_paid_for_with_sigma_from_train():
     y = np.repeat([0, 1, 2], 30)
-    dataset = class_coverage("W", _Wrapper(), y, 45, 4, [0.4])
-    train = class_coverage("W", _Wrapper(sigma_from="train"), y, 45, 4, [0.4])
+    dataset = class_coverage("W", _Wrapper(), _route(n_subsets=4), y, 45, [0.4])
+    train = class_coverage("W", _Wrapper(), _route("train", 4), y, 45, [0.4])
     half = miss_probability(y, 22)
     assert train.slack == pytest.approx(dataset.slack + 8 * half * 2, rel=1e-9)  # 2B halves, / max(q, 1-q)
-    assert class_coverage("W", _Wrapper(train_size=1.0), y, 90, 4, [0.4]).slack == 0.0
+    assert class_coverage("W", _Wrapper(train_size=1.0), _route(n_subsets=4), y, 90, [0.4]).slack == 0.0
     with pytest.raises(ValueError, match="costs 1.83 of eta"):  # halves of 7 rows of 3 x 10
-        class_coverage("W", _Wrapper(sigma_from="train"), np.repeat([0, 1, 2], 10), 15, 4, [0.4])
+        class_coverage("W", _Wrapper(), _route("train", 4), np.repeat([0, 1, 2], 10), 15, [0.4])
 
 
 def test_a_certified_fit_with_a_rare_class_states_eta_with_the_slack_paid():
@@ -114,7 +119,7 @@ def test_a_certified_fit_with_a_rare_class_states_eta_with_the_slack_paid():
     rng = np.random.default_rng(3)
     y = np.repeat([0, 1], [48, 12])
     X = rng.normal(size=(60, 2)) + 2 * y[:, None]
-    coverage = class_coverage("W", _Wrapper(), y, 30, 128, [0.3])
+    coverage = class_coverage("W", _Wrapper(), _route(n_subsets=128), y, 30, [0.3])
     exact = Fraction(math.comb(48, 30), math.comb(60, 30))
     assert Fraction(coverage.miss) >= exact and coverage.slack == pytest.approx(2 * float(exact), rel=1e-9)
     with warnings.catch_warnings():
@@ -135,5 +140,5 @@ def test_a_class_with_zero_weight_everywhere_is_refused_naming_sample_weight():
     weight = (y == 0).astype(float)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with pytest.raises(ValueError, match=r"sample_weight is zero on every row of class\(es\) \[1\]"):
+        with pytest.raises(ValueError, match=r"class 1 has a total sample_weight of 0 \(20 rows\)"):
             MIPNoiseWrapper(LogisticRegression(), n_rounds=50, random_state=0).fit(X, y, sample_weight=weight)
