@@ -31,12 +31,12 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils.parallel import Parallel, delayed
 
 from skmip.utils.rng import draw_seed, fix_inner_random_state, resolve_rng
-from skmip.utils.rows import n_rows, subset_fit_params
+from skmip.utils.rows import n_rows, stack_rows, subset_fit_params
 from skmip.utils.validation import check_int, check_interval, check_n_jobs, check_option, check_sample_weight
 from skmip.exceptions import PrivacyWarning
 from skmip.audit.training_check import check_training, inspect_fitted_model
 
-__all__ = ["MembershipGame", "play_membership_game", "play_fitted_game"]
+__all__ = ["MembershipGame", "play_membership_game", "play_fitted_game", "model_signal"]
 
 _OWNER = "play_membership_game"
 _SAMPLING = ("exact", "bernoulli")
@@ -423,17 +423,6 @@ def _progress_printer(verbose):
     return say
 
 
-def _stack_rows(a, b):
-    """Rows of ``a`` then rows of ``b`` (arrays, sparse matrices, DataFrames or Series)."""
-    if hasattr(a, "iloc"):
-        import pandas as pd
-
-        return pd.concat([a, b], ignore_index=True)
-    if sp.issparse(a) or sp.issparse(b):
-        return sp.vstack([sp.csr_matrix(a), sp.csr_matrix(b)], format="csr")
-    return np.concatenate([np.asarray(a), np.asarray(b)])
-
-
 def play_fitted_game(model, X, y, member, X_reference, y_reference, *, n_reference_models=4,
                      random_state=None, inspect=None) -> MembershipGame:
     """The game of a model that is already trained: the target, and clones on reference halves.
@@ -481,8 +470,8 @@ def play_fitted_game(model, X, y, member, X_reference, y_reference, *, n_referen
     """
     n, n_ref = n_rows(X), n_rows(X_reference)
     kind = _resolve_output(model, "auto")
-    X_all = _stack_rows(X, X_reference)
-    y_all = None if y is None else _stack_rows(y, y_reference)
+    X_all = stack_rows(X, X_reference)
+    y_all = None if y is None else stack_rows(y, y_reference)
     rng = resolve_rng(random_state)
     halves = _draw_members(rng, n_ref, n_reference_models, 0.5, "exact")
     seeds = [draw_seed(rng) for _ in range(n_reference_models)]
@@ -507,3 +496,25 @@ def play_fitted_game(model, X, y, member, X_reference, y_reference, *, n_referen
         inspected=[r[2] for r in results] if inspect is not None else None, checks=checks, issues=issues,
         population=np.arange(n + n_ref) >= n,
     )
+
+
+def model_signal(model, X, y=None) -> np.ndarray:
+    """The per-row statistic the game records (:attr:`MembershipGame.signal`) of one fitted model.
+
+    For classifiers the logit-scaled confidence of the true class, for density estimators
+    the log-likelihood, for regressors minus the squared error: larger means "fits the row
+    better".
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> X, y = load_iris(return_X_y=True)
+    >>> model_signal(LogisticRegression(max_iter=1000).fit(X, y), X[:2], y[:2]).shape
+    (2,)
+    """
+    kind = _resolve_output(model, "auto")
+    classes = getattr(model, "classes_", None) if kind == "proba" else None
+    if classes is not None and not np.isin(np.asarray(y), classes).all():
+        raise ValueError(f"model_signal: y has labels the model does not know ({list(classes)}).")
+    return _record(model, X, y, kind, classes)[0]

@@ -12,8 +12,6 @@ from __future__ import annotations
 import warnings
 from functools import partial
 
-import numpy as np
-
 from skmip.audit.attacks.suite import bonferroni_confidence
 from skmip.audit.metrics import (
     check_mip_bound,
@@ -37,17 +35,17 @@ def positive_accuracy_game_bound(stated, member_rate):
     (log(1 + T(e^eps - 1)), T delta)-DP (amplification by Poisson subsampling), so Theorem 3.3
     with prior ``r`` bounds ``P(game member | attack says member)``.
     """
-    from skmip.bounds import positive_accuracy_bound
+    from skmip.bounds import poisson_amplification, positive_accuracy_bound
 
     d = stated.details
     eps, delta, t = d.get("epsilon"), d.get("delta") or 0.0, d.get("sampling_rate")
     if eps is None or t is None:
         return None
-    eps_game = float(np.log1p(t * np.expm1(eps))) if np.isfinite(eps) else np.inf
+    eps_game, delta_game = poisson_amplification(eps, delta, t)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return float(positive_accuracy_bound(
-            eps_game, sampling_rate=member_rate, delta=t * delta,
+            eps_game, sampling_rate=member_rate, delta=delta_game,
             min_tpr=d.get("min_tpr") if delta > 0 else None,
         ))
 
