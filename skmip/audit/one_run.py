@@ -22,7 +22,7 @@ from skmip.utils.rows import n_rows, stack_rows
 from skmip.utils.validation import check_interval, check_option
 from skmip.audit.game import model_signal
 
-__all__ = ["one_run_epsilon", "one_run_audit", "OneRunAudit", "guess_counts"]
+__all__ = ["one_run_epsilon", "one_run_audit", "OneRunAudit", "guess_counts", "stated_epsilon"]
 
 _METHODS = ("fdp", "steinke")
 _TRADEOFFS = ("gaussian", "dp")
@@ -150,3 +150,118 @@ def one_run_epsilon(in_scores, out_scores, *, delta, confidence=0.95, method="fd
                               method=method, tradeoff=tradeoff)
         for k in ks
     )
+
+
+class OneRunAudit:
+    """The result of :func:`one_run_audit`.
+
+    Attributes
+    ----------
+    epsilon_lower_ : float
+        The one-run lower bound (:func:`one_run_epsilon`) at ``confidence``.
+    model_epsilon_, model_delta_ : float or None
+        The (epsilon, delta) the fitted model states, for adding or removing one record of
+        the data it was given (a subsampling learner's own budget amplified by its rate);
+        None when it states none.
+    in_scores_, out_scores_ : ndarray
+        The canaries' scores (the model's :func:`~skmip.audit.game.model_signal`).
+    included_ : ndarray of bool
+        Which canaries the coin flips put into the training data.
+    n_trainings_ : int
+        1: the audit fits the estimator once.
+    method, tradeoff, delta, confidence : the options the bound was computed with.
+    """
+
+    def __repr__(self):
+        return (f"OneRunAudit(epsilon_lower_={self.epsilon_lower_}, model_epsilon_={self.model_epsilon_}, "
+                f"n_canaries={self.included_.size})")
+
+
+def stated_epsilon(model):
+    """``(epsilon, delta)`` a fitted model states for adding or removing one of its records, or ``(None, None)``.
+
+    Read through the public interface: a positive-accuracy promise (a learner on a Poisson
+    subsample: its budget amplified, :func:`skmip.bounds.poisson_amplification`), else the
+    ``epsilon_`` / ``delta_`` attributes (DP-SGD), else the ``epsilon`` parameter of a pure-DP
+    estimator (delta 0).
+    """
+    promise = stated_promise(model)
+    details = getattr(promise, "details", None) or {}
+    if details.get("epsilon") is not None and details.get("sampling_rate") is not None:
+        return poisson_amplification(details["epsilon"], details.get("delta") or 0.0, details["sampling_rate"])
+    if getattr(model, "epsilon_", None) is not None:
+        return float(model.epsilon_), float(getattr(model, "delta_", 0.0) or 0.0)
+    eps = model.get_params(deep=False).get("epsilon") if hasattr(model, "get_params") else None
+    return (float(eps), 0.0) if isinstance(eps, (int, float)) else (None, None)
+
+
+def one_run_audit(estimator, X, y, X_canary, y_canary, *, delta=None, confidence=0.95, method="fdp",
+                  tradeoff="gaussian", n_guesses="auto", random_state=None, fit_params=None) -> OneRunAudit:
+    """Audit ``estimator`` in one training run: canaries in with probability 1/2, one fit, one bound.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        Any estimator (cloned; fitted once). Classifiers need ``predict_proba``.
+    X, y : array-like
+        The training data every run would use.
+    X_canary, y_canary : array-like
+        The ``m`` canaries. The audit is strongest with canaries the model would not fit
+        unless it saw them (mislabelled or out-of-distribution rows).
+    delta : float, default=None
+        Of the claims tested; None: the delta the model states (0 for pure DP).
+    confidence, method, tradeoff, n_guesses :
+        As in :func:`one_run_epsilon`.
+    random_state : None, int or Generator, default=None
+        Draws the canaries' coin flips (and nothing else: the estimator's own randomness is
+        its own).
+    fit_params : dict, default=None
+        Passed to ``fit``.
+
+    Returns
+    -------
+    OneRunAudit
+
+    Notes
+    -----
+    The coin flips are the auditor's, drawn independently of everything else, which is what
+    the theorems need (:func:`one_run_epsilon`). The comparison with ``model_epsilon_`` is
+    meaningful for a claim about adding or removing one record (DP-SGD's ``epsilon_``; a pure
+    DP learner's epsilon, which holds for either relation; a subsampled learner's amplified
+    budget). A bound above the model's epsilon refutes the model's claim at ``confidence``.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from skmip import DPLogisticRegression
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = X / np.linalg.norm(X, axis=1).max()
+    >>> model = DPLogisticRegression(epsilon=1.0, classes=[0, 1], random_state=0)
+    >>> audit = one_run_audit(model, X[:300], y[:300], X[300:], 1 - y[300:], tradeoff="dp",
+    ...                       random_state=0)  # doctest: +SKIP
+    >>> audit.epsilon_lower_ <= audit.model_epsilon_  # doctest: +SKIP
+    True
+    """
+    owner = "one_run_audit"
+    m = n_rows(X_canary)
+    if y_canary is not None and n_rows(y_canary) != m:
+        raise ValueError(f"{owner}: X_canary has {m} rows but y_canary has {n_rows(y_canary)}.")
+    included = resolve_rng(random_state).random(m) < 0.5
+    rows = np.flatnonzero(included)
+    take = (lambda a: a[rows]) if not hasattr(X_canary, "iloc") else (lambda a: a.iloc[rows])
+    X_fit = stack_rows(X, take(X_canary))
+    y_fit = None if y is None else stack_rows(y, take(y_canary))
+    model = clone(estimator)
+    model.fit(X_fit, **(fit_params or {})) if y_fit is None else model.fit(X_fit, y_fit, **(fit_params or {}))
+    scores = model_signal(model, X_canary, y_canary)
+    eps_model, delta_model = stated_epsilon(model)
+    if delta is None:
+        delta = delta_model if delta_model is not None else 0.0
+    audit = OneRunAudit()
+    audit.method, audit.tradeoff, audit.delta, audit.confidence = method, tradeoff, float(delta), confidence
+    audit.epsilon_lower_ = one_run_epsilon(scores[included], scores[~included], delta=delta, confidence=confidence,
+                                           method=method, tradeoff=tradeoff, n_guesses=n_guesses)
+    audit.model_epsilon_, audit.model_delta_ = eps_model, delta_model
+    audit.in_scores_, audit.out_scores_, audit.included_ = scores[included], scores[~included], included
+    audit.n_trainings_ = 1
+    return audit
