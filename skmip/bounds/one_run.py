@@ -122,7 +122,7 @@ def _least_mass(tradeoff, epsilon, delta):
         np.zeros_like(eps), np.exp(-eps) * (x - delta), 1 - delta - np.exp(eps) * (1 - x)]) * (1 - 1e-12)
 
 
-def fdp_refutes(m, n_guesses, n_correct, alpha, epsilon, delta, tradeoff="gaussian"):
+def fdp_refutes(m, n_guesses, n_correct, alpha, epsilon, delta, tradeoff="dp"):
     r"""Whether ``n_correct`` right guesses of ``n_guesses`` refute the claim at level ``alpha``.
 
     Parameters
@@ -136,7 +136,7 @@ def fdp_refutes(m, n_guesses, n_correct, alpha, epsilon, delta, tradeoff="gaussi
         least that of ``tradeoff`` at ``(epsilon, delta)``.
     delta : float
         Claimed delta, in (0, 1) for ``"gaussian"``, [0, 1) for ``"dp"``.
-    tradeoff : {"gaussian", "dp"}, default="gaussian"
+    tradeoff : {"dp", "gaussian"}, default="dp"
         ``"gaussian"``: the claim is mu-GDP with the mu of the Gaussian mechanism that is
         exactly (epsilon, delta)-DP (the hypothesised f-DP curve of DP-SGD and the Gaussian
         mechanism); ``"dp"``: the claim is (epsilon, delta)-DP itself (any mechanism).
@@ -182,7 +182,7 @@ def fdp_refutes(m, n_guesses, n_correct, alpha, epsilon, delta, tradeoff="gaussi
     return r + h > k / m
 
 
-def one_run_epsilon_bound(m, n_guesses, n_correct, *, delta, alpha, method="fdp", tradeoff="gaussian"):
+def one_run_epsilon_bound(m, n_guesses, n_correct, *, delta, alpha, method="fdp", tradeoff="dp"):
     """The largest grid epsilon below which every grid claim is refuted at level ``alpha``.
 
     Parameters
@@ -194,7 +194,7 @@ def one_run_epsilon_bound(m, n_guesses, n_correct, *, delta, alpha, method="fdp"
     alpha : float
         Level of each test, in (0, 1).
     method : {"fdp", "steinke"}, default="fdp"
-    tradeoff : {"gaussian", "dp"}, default="gaussian"
+    tradeoff : {"dp", "gaussian"}, default="dp"
         For ``method="fdp"`` (:func:`fdp_refutes`).
 
     Returns
