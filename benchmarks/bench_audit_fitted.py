@@ -5,8 +5,10 @@ Run:  python benchmarks/bench_audit_fitted.py [--quick] [--seed 0]
 For each setting a 4,000-row pool (adult; digits: 1,000 rows) is drawn, and rows outside it
 are the reference data (as many as the pool, so that a reference model trains on as many rows
 as the target). The target is fitted once on a uniformly random half of the pool and audited
-by :func:`skmip.audit.audit_fitted` (offline attacks; the target never refit) with 1, 2 and 4
-reference models. The baseline is :class:`skmip.audit.MIAttackScorer` with 16 models on the
+by :func:`skmip.audit.audit_fitted` (the target never refit) with 1, 2 and 4 reference models,
+trained on halves of the reference data (offline attacks) or, with
+``references_see_pool=True``, on halves of the pool drawn independently of the target's
+members (every attack; the reference rows are RMIA's population). The baseline is :class:`skmip.audit.MIAttackScorer` with 16 models on the
 same pool (each model the target in turn, every attack of ``"auto"``). The table reports the
 strongest attack's TPR at 1% FPR and AUC, the trainings each audit costs and its CPU seconds
 (``time.process_time``, side by side in one process).
@@ -49,13 +51,15 @@ def run(name, model, n_pool, refs, seed):
     start = time.process_time()
     target = model.fit(X[member], y[member])
     fit_cpu = time.process_time() - start
-    for r in refs:
-        start = time.process_time()
-        audit = audit_fitted(target, X, y, member, X_reference=Xr, y_reference=yr, n_reference_models=r,
-                             random_state=seed)
-        rows.append([name, f"audit_fitted, {r} reference", audit.best_attack_, f"{audit.tpr_at_fpr_:.4f}",
-                     f"{audit.roc_auc_:.4f}", str(r), f"{time.process_time() - start:.1f}"])
-        print(" | ".join(rows[-1]), flush=True)
+    for see_pool in (False, True):
+        for r in refs:
+            start = time.process_time()
+            audit = audit_fitted(target, X, y, member, X_reference=Xr, y_reference=yr, n_reference_models=r,
+                                 random_state=seed, metric="tpr_at_fpr", references_see_pool=see_pool)
+            where = "pool halves" if see_pool else "reference halves"
+            rows.append([name, f"audit_fitted, {r} on {where}", audit.best_attack_, f"{audit.tpr_at_fpr_:.4f}",
+                         f"{audit.roc_auc_:.4f}", str(r), f"{time.process_time() - start:.1f}"])
+            print(" | ".join(rows[-1]), flush=True)
     start = time.process_time()
     game = MIAttackScorer(model, n_models=16, metric="tpr_at_fpr", fpr=0.01, random_state=seed).fit(X, y)
     rows.append([name, "MIAttackScorer, 16 models", game.best_attack_, f"{game.tpr_at_fpr_:.4f}",

@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 from skmip.promise import stated_promise
 from skmip.utils.rows import n_rows
 from skmip.utils.validation import check_int, check_interval, check_option
-from skmip.audit.attacks.suite import OFFLINE_ATTACKS, resolve_attacks
+from skmip.audit.attacks.suite import AUTO_ATTACKS, OFFLINE_ATTACKS, resolve_attacks
 from skmip.audit.game import play_fitted_game
 from skmip.audit.verdict import attack_results, stated_bound, verdict_attributes
 
@@ -88,7 +88,7 @@ def _check_model(model):
 
 def audit_fitted(model, X, y, member, *, X_reference, y_reference, n_reference_models=4,
                  attack="auto", fpr=0.01, confidence=0.95, random_state=None,
-                 metric="auc", delta=1e-5) -> FittedAudit:
+                 metric="auc", delta=1e-5, references_see_pool=False) -> FittedAudit:
     """Audit a fitted model by membership inference, without refitting it.
 
     Parameters
@@ -124,6 +124,15 @@ def audit_fitted(model, X, y, member, *, X_reference, y_reference, n_reference_m
         Ranks the attacks, as in :class:`MIAttackScorer`.
     delta : float, default=1e-5
         The delta of ``empirical_epsilon_``.
+    references_see_pool : bool, default=False
+        Train each reference on a uniformly random half of the *pool* instead, drawn
+        independently of ``member`` (the auditor knows which pool rows each reference saw);
+        the reference rows then serve only as RMIA's population. Every pool row is IN for
+        about half of the references, as in the membership game, so the online attacks apply
+        (``"auto"`` runs every attack of :class:`MIAttackScorer`), and the references share
+        training rows with the target as the game's models do. Stronger: on adult (random
+        forest, 4,000-row pool) the TPR at 1% FPR with 4 references rises from 0.15 to 0.22
+        (docs/auditing.md, "Auditing a model that is already trained").
 
     Returns
     -------
@@ -183,11 +192,13 @@ def audit_fitted(model, X, y, member, *, X_reference, y_reference, n_reference_m
     check_interval(_OWNER, "confidence", confidence, 0, 1, closed="neither")
     check_interval(_OWNER, "delta", delta, 0, 1, closed="left")
     check_option(_OWNER, "metric", metric, _METRICS)
-    # Every reference is OUT on every pool row: a member rate of 0 for the attacks' checks.
-    attacks = resolve_attacks(attack, model, n_models=1 + R, member_rate=0.0, owner=_OWNER,
-                              candidates=OFFLINE_ATTACKS)
+    # Without the pool every reference is OUT on every pool row: a member rate of 0 for the
+    # attacks' checks, and the offline attacks only.
+    attacks = resolve_attacks(attack, model, n_models=1 + R, member_rate=0.5 if references_see_pool else 0.0,
+                              owner=_OWNER, candidates=AUTO_ATTACKS if references_see_pool else OFFLINE_ATTACKS)
     game = play_fitted_game(model, X, y, m, X_reference, y_reference, n_reference_models=R,
-                            random_state=random_state, inspect=stated_promise)
+                            random_state=random_state, inspect=stated_promise,
+                            references_see_pool=bool(references_see_pool))
     membership = m[None, :]
     scores = {name: np.asarray(a.score(game), dtype=np.float64)[:1, :n] for name, a in attacks.items()}
     # The share of members is 1/2 exactly when the pool's size is even and half trained it.

@@ -424,7 +424,7 @@ def _progress_printer(verbose):
 
 
 def play_fitted_game(model, X, y, member, X_reference, y_reference, *, n_reference_models=4,
-                     random_state=None, inspect=None) -> MembershipGame:
+                     random_state=None, inspect=None, references_see_pool=False) -> MembershipGame:
     """The game of a model that is already trained: the target, and clones on reference halves.
 
     Parameters
@@ -443,6 +443,11 @@ def play_fitted_game(model, X, y, member, X_reference, y_reference, *, n_referen
         Seeds the halves and the clones' seeds.
     inspect : callable, default=None
         Applied to the target only; ``inspected`` is ``[inspect(model), None, ...]``.
+    references_see_pool : bool, default=False
+        Train each reference on a uniformly random half of the pool instead (drawn
+        independently of ``member``), so that every pool row is IN for about half of the
+        references -- the game's structure, where the online attacks apply too -- and the
+        reference rows serve only as RMIA's population.
 
     Returns
     -------
@@ -473,11 +478,14 @@ def play_fitted_game(model, X, y, member, X_reference, y_reference, *, n_referen
     X_all = stack_rows(X, X_reference)
     y_all = None if y is None else stack_rows(y, y_reference)
     rng = resolve_rng(random_state)
-    halves = _draw_members(rng, n_ref, n_reference_models, 0.5, "exact")
+    halves = _draw_members(rng, n if references_see_pool else n_ref, n_reference_models, 0.5, "exact")
     seeds = [draw_seed(rng) for _ in range(n_reference_models)]
     membership = np.zeros((1 + n_reference_models, n + n_ref), dtype=bool)
     membership[0, :n] = member
-    membership[1:, n:] = halves
+    if references_see_pool:
+        membership[1:, :n] = halves
+    else:
+        membership[1:, n:] = halves
     classes = None
     if kind == "proba":
         classes = _check_classes(np.asarray(y_all), membership[1:], "audit_fitted", "reference model")

@@ -157,3 +157,19 @@ def test_the_display_plots_a_fitted_audit(split):
                          random_state=0)
     display = MIAttackDisplay.from_estimator(audit)
     assert display.roc_auc == pytest.approx(audit.roc_auc_)
+
+
+def test_references_that_see_the_pool_play_the_game_structure(digits):
+    X, y, member, Xr, yr = digits
+    target = LogisticRegression(C=10, max_iter=1000).fit(X[member], y[member])
+    audit = audit_fitted(target, X, y, member, X_reference=Xr, y_reference=yr, n_reference_models=4,
+                         random_state=0, references_see_pool=True)
+    # with IN references for every pool row, the online attacks apply as well
+    assert {"rmia", "lira"} <= set(audit.attack_results_)
+    from skmip.audit.game import play_fitted_game
+
+    game = play_fitted_game(target, X, y, member, Xr, yr, n_reference_models=4, random_state=0,
+                            references_see_pool=True)
+    refs = game.membership[1:]
+    assert (refs[:, :400].sum(axis=1) == 200).all() and not refs[:, 400:].any()
+    assert game.population[400:].all() and not game.population[:400].any()
