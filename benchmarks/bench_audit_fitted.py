@@ -2,7 +2,7 @@
 
 Run:  python benchmarks/bench_audit_fitted.py [--quick] [--seed 0]
 
-For each setting a 4,000-row pool (adult; digits: 1,000 rows) is drawn, and rows outside it
+For each setting a 4,000-row pool (adult, random forest; digits: 800 rows, MLP) is drawn, and rows outside it
 are the reference data (as many as the pool, so that a reference model trains on as many rows
 as the target). The target is fitted once on a uniformly random half of the pool and audited
 by :func:`skmip.audit.audit_fitted` (the target never refit) with 1, 2 and 4 reference models,
