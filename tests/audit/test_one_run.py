@@ -135,8 +135,8 @@ def test_a_dpsgd_logistic_regression_costs_one_run():
     pytest.importorskip("opacus")
     from skmip.nn import DPSGDLogisticRegression
 
-    X, y, Xc, yc = _canaries(m=200)
-    model = DPSGDLogisticRegression(epsilon=8.0, delta=DELTA, max_epochs=5, random_state=0)
+    X, y, Xc, yc = _canaries(m=100, n=100)
+    model = DPSGDLogisticRegression(epsilon=8.0, delta=DELTA, max_epochs=2, accountant="rdp", random_state=0)
     audit = one_run_audit(model, X.astype(np.float32), y, Xc.astype(np.float32), yc, random_state=0)
     assert audit.n_trainings_ == 1 and audit.model_delta_ == DELTA
     assert audit.epsilon_lower_ <= audit.model_epsilon_ == pytest.approx(8.0, rel=0.01)
