@@ -576,7 +576,12 @@ def poisson_amplification(epsilon, delta, sampling_rate):
     >>> eps, delta = poisson_amplification(1.0, 1e-5, 0.5)
     >>> round(eps, 4), delta
     (0.6201, 5e-06)
+    >>> round(poisson_amplification(1024.0, 0.0, 0.5)[0], 4)   # eps + log T, no overflow
+    1023.3069
     """
     eps, t = float(epsilon), float(sampling_rate)
-    eps_out = float(np.log1p(t * np.expm1(eps))) if np.isfinite(eps) else np.inf
+    if not np.isfinite(eps) or t in (0.0, 1.0):
+        return (eps if t == 1.0 else (0.0 if t == 0.0 else np.inf)), t * float(delta)
+    # log(1 - T + T e^eps) without overflow: e^eps overflows past eps ~ 709.
+    eps_out = float(np.log1p(t * np.expm1(eps))) if eps < 30 else float(np.logaddexp(np.log1p(-t), np.log(t) + eps))
     return eps_out, t * float(delta)
