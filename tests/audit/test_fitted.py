@@ -173,3 +173,21 @@ def test_references_that_see_the_pool_play_the_game_structure(digits):
     refs = game.membership[1:]
     assert (refs[:, :400].sum(axis=1) == 200).all() and not refs[:, 400:].any()
     assert game.population[400:].all() and not game.population[:400].any()
+
+
+def test_a_fitted_skorch_net(digits):
+    pytest.importorskip("torch")
+    pytest.importorskip("skorch")
+    from skmip.nn import NeuralNetClassifier
+    from skmip.nn.modules import MLPModule
+
+    X, y, member, Xr, yr = digits
+    net = NeuralNetClassifier(MLPModule, module__n_features=64, module__n_outputs=10, module__hidden=(32,),
+                              max_epochs=5, batch_size=32, lr=0.1, random_state=0, verbose=0)
+    net.fit(X[member].astype(np.float32), y[member])
+    epochs, first_weight = len(net.history), next(net.module_.parameters()).detach().clone()
+    audit = audit_fitted(net, X.astype(np.float32), y, member, X_reference=Xr.astype(np.float32),
+                         y_reference=yr, n_reference_models=2, random_state=0)
+    assert audit.n_trainings_ == 2 and audit.scores_.shape == (1, 400)
+    # the net itself was not trained again: same history, same weights
+    assert len(net.history) == epochs and (next(net.module_.parameters()) == first_weight).all()
