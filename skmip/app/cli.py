@@ -469,6 +469,16 @@ def _audit_synthesizers(args, say):
         raise CLIError(str(exc)) from None
 
 
+def _audit_fitted_model(args, say):
+    """``--fitted-model``: audit a trained model without refitting it (:mod:`skmip.app.fitted_cli`)."""
+    from skmip.app.fitted_cli import FittedPlanError, audit_fitted_model
+
+    try:
+        return audit_fitted_model(_load(args), args, say)
+    except FittedPlanError as exc:
+        raise CLIError(str(exc)) from None
+
+
 def main(argv=None) -> int:
     """Entry point of the ``skmip`` console script; returns the exit code."""
     parser = build_parser()
@@ -484,6 +494,8 @@ def main(argv=None) -> int:
         _check_outputs(args)
         if args.synthesizer:
             return _audit_synthesizers(args, say)
+        if args.fitted_model:
+            return _audit_fitted_model(args, say)
         rows, bunch = run(args, say, on_row=on_row)
     except CLIError as exc:
         print(f"skmip: error: {exc}", file=sys.stderr)

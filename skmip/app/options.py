@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from skmip.app.audit_plan import DEFENSES
+from skmip.app.fitted_cli import add_fitted_options
 
 __all__ = ["build_parser", "DEFAULT_DATASET"]
 
@@ -31,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_promise_options(p)
     _add_game_options(p)
     _add_synthesizer_options(p)
+    add_fitted_options(p)
     _add_output_options(p)
     return p
 

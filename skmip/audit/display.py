@@ -222,9 +222,10 @@ class MIAttackDisplay:
 
         Parameters
         ----------
-        estimator : estimator instance or fitted MIAttackScorer
+        estimator : estimator instance, fitted MIAttackScorer or FittedAudit
             The training algorithm to audit on ``(X, y)``; a fitted
-            :class:`~skmip.audit.scoring.MIAttackScorer` is plotted as it is (``X``, ``y`` unused).
+            :class:`~skmip.audit.scoring.MIAttackScorer` or the result of
+            :func:`~skmip.audit.fitted.audit_fitted` is plotted as it is (``X``, ``y`` unused).
         X, y : array-like
             The audit pool.
         attack, n_models, member_rate, sampling, random_state, n_jobs
@@ -244,7 +245,7 @@ class MIAttackDisplay:
         """
         from skmip.audit.scoring import MIAttackScorer
 
-        if isinstance(estimator, MIAttackScorer) and hasattr(estimator, "scores_"):
+        if hasattr(estimator, "scores_") and hasattr(estimator, "membership_"):  # a fitted audit
             audit = estimator
         else:
             audit = MIAttackScorer(

@@ -31,12 +31,12 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils.parallel import Parallel, delayed
 
 from skmip.utils.rng import draw_seed, fix_inner_random_state, resolve_rng
-from skmip.utils.rows import n_rows, subset_fit_params
+from skmip.utils.rows import n_rows, stack_rows, subset_fit_params
 from skmip.utils.validation import check_int, check_interval, check_n_jobs, check_option, check_sample_weight
 from skmip.exceptions import PrivacyWarning
 from skmip.audit.training_check import check_training, inspect_fitted_model
 
-__all__ = ["MembershipGame", "play_membership_game"]
+__all__ = ["MembershipGame", "play_membership_game", "play_fitted_game", "model_signal"]
 
 _OWNER = "play_membership_game"
 _SAMPLING = ("exact", "bernoulli")
@@ -74,6 +74,9 @@ class MembershipGame:
         over the rows, convergence); see :mod:`skmip.audit.training_check`.
     issues : list of str
         The training problems the game warned about (empty when none); a report repeats them.
+    population : ndarray of bool, shape (n_samples,), or None
+        The rows attacks may use as population data (RMIA's ``z``); None: every row a target
+        did not train on. :func:`play_fitted_game` names the reference rows.
     """
 
     membership: np.ndarray
@@ -83,6 +86,7 @@ class MembershipGame:
     inspected: list | None = field(default=None, repr=False)
     checks: list | None = field(default=None, repr=False)
     issues: list = field(default_factory=list, repr=False)
+    population: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def n_models(self) -> int:
@@ -154,7 +158,7 @@ def _draw_members(rng, n, n_models, member_rate, sampling):
     return members
 
 
-def _check_classes(y, members):
+def _check_classes(y, members, owner=_OWNER, what="model"):
     classes, y_idx = np.unique(y, return_inverse=True)
     for j, row in enumerate(members):
         present = np.bincount(y_idx[row], minlength=classes.size) > 0
@@ -162,7 +166,7 @@ def _check_classes(y, members):
             missing = classes[~present].tolist()
             counts = np.bincount(y_idx, minlength=classes.size)
             raise ValueError(
-                f"{_OWNER}: the member set of model {j} ({int(row.sum())} rows) has no row of "
+                f"{owner}: the member set of {what} {j} ({int(row.sum())} rows) has no row of "
                 f"class(es) {missing}, so its predict_proba columns would not line up with the "
                 f"other models'. The smallest class has {int(counts.min())} row(s) in the pool. "
                 "Use more rows per class, a larger member_rate, or drop rare classes."
@@ -417,3 +421,108 @@ def _progress_printer(verbose):
             print(f"[{_OWNER}] {message}", flush=True)
 
     return say
+
+
+def play_fitted_game(model, X, y, member, X_reference, y_reference, *, n_reference_models=4,
+                     random_state=None, inspect=None, references_see_pool=False) -> MembershipGame:
+    """The game of a model that is already trained: the target, and clones on reference halves.
+
+    Parameters
+    ----------
+    model : fitted estimator
+        The target. Only its outputs are read (and ``inspect(model)``); it is never refit.
+    X, y : array-like
+        The audit pool; ``member[i]`` says whether row i trained the target.
+    member : ndarray of bool, shape (n_samples,)
+    X_reference, y_reference : array-like
+        Population data from the pool's distribution that did not train the target.
+    n_reference_models : int, default=4
+        Clones of ``model`` (unfitted, same parameters), each fitted on an independent
+        uniformly random half of the reference data.
+    random_state : None, int or Generator, default=None
+        Seeds the halves and the clones' seeds.
+    inspect : callable, default=None
+        Applied to the target only; ``inspected`` is ``[inspect(model), None, ...]``.
+    references_see_pool : bool, default=False
+        Train each reference on a uniformly random half of the pool instead (drawn
+        independently of ``member``), so that every pool row is IN for about half of the
+        references -- the game's structure, where the online attacks apply too -- and the
+        reference rows serve only as RMIA's population.
+
+    Returns
+    -------
+    MembershipGame
+        Model 0 is the target, models ``1..R`` the references; the columns are the pool's rows
+        followed by the reference rows. The target's membership on reference rows is False,
+        the references' on pool rows is False (so every reference is OUT for every pool row:
+        the offline attacks apply, and RMIA tunes its offline coefficient on a reference).
+        ``population`` marks the reference rows: RMIA compares every pool row with them only,
+        so members and non-members of the pool are scored alike.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> X, y = load_iris(return_X_y=True)
+    >>> rows = np.random.default_rng(0).permutation(150)
+    >>> X, y = X[rows], y[rows]
+    >>> member = np.arange(100) % 2 == 0
+    >>> target = LogisticRegression().fit(X[:100][member], y[:100][member])
+    >>> game = play_fitted_game(target, X[:100], y[:100], member, X[100:], y[100:],
+    ...                         n_reference_models=2, random_state=0)
+    >>> game.membership.shape
+    (3, 150)
+    """
+    n, n_ref = n_rows(X), n_rows(X_reference)
+    kind = _resolve_output(model, "auto")
+    X_all = stack_rows(X, X_reference)
+    y_all = None if y is None else stack_rows(y, y_reference)
+    rng = resolve_rng(random_state)
+    halves = _draw_members(rng, n if references_see_pool else n_ref, n_reference_models, 0.5, "exact")
+    seeds = [draw_seed(rng) for _ in range(n_reference_models)]
+    membership = np.zeros((1 + n_reference_models, n + n_ref), dtype=bool)
+    membership[0, :n] = member
+    if references_see_pool:
+        membership[1:, :n] = halves
+    else:
+        membership[1:, n:] = halves
+    classes = None
+    if kind == "proba":
+        classes = _check_classes(np.asarray(y_all), membership[1:], "audit_fitted", "reference model")
+    signal, loss, raw = _record(model, X_all, y_all, kind, classes)
+    results = [(signal, loss, inspect(model) if inspect is not None else None,
+                inspect_fitted_model(model, raw, 0))]
+    results += [
+        _play_one(model, X_all, y_all, np.flatnonzero(membership[j + 1]), seeds[j], kind, {}, None, classes)
+        for j in range(n_reference_models)
+    ]
+    checks = [r[3] for r in results]
+    issues = check_training(checks, owner="audit_fitted", estimator_name=type(model).__name__, stacklevel=3)
+    return MembershipGame(
+        membership=membership, signal=np.vstack([r[0] for r in results]),
+        loss=np.vstack([r[1] for r in results]), output=kind,
+        inspected=[r[2] for r in results] if inspect is not None else None, checks=checks, issues=issues,
+        population=np.arange(n + n_ref) >= n,
+    )
+
+
+def model_signal(model, X, y=None) -> np.ndarray:
+    """The per-row statistic the game records (:attr:`MembershipGame.signal`) of one fitted model.
+
+    For classifiers the logit-scaled confidence of the true class, for density estimators
+    the log-likelihood, for regressors minus the squared error: larger means "fits the row
+    better".
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> X, y = load_iris(return_X_y=True)
+    >>> model_signal(LogisticRegression(max_iter=1000).fit(X, y), X[:2], y[:2]).shape
+    (2,)
+    """
+    kind = _resolve_output(model, "auto")
+    classes = getattr(model, "classes_", None) if kind == "proba" else None
+    if classes is not None and not np.isin(np.asarray(y), classes).all():
+        raise ValueError(f"model_signal: y has labels the model does not know ({list(classes)}).")
+    return _record(model, X, y, kind, classes)[0]

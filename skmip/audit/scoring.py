@@ -13,8 +13,6 @@ from __future__ import annotations
 import copy
 import numbers
 import time
-import warnings
-from functools import partial
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -27,15 +25,7 @@ from skmip.utils.rows import n_rows
 from skmip.utils.validation import check_int, check_interval, check_n_jobs, check_option, check_sample_weight
 from skmip.audit.attacks.suite import bonferroni_confidence, resolve_attacks
 from skmip.audit.game import play_membership_game
-from skmip.audit.metrics import (
-    check_mip_bound,
-    check_positive_accuracy_bound,
-    empirical_epsilon,
-    membership_advantage,
-    mi_roc_auc,
-    positive_accuracy,
-    tpr_at_fpr,
-)
+from skmip.audit.verdict import attack_results, metric_value, stated_bound, verdict_attributes
 
 __all__ = ["MIAttackScorer", "make_mi_scorer", "StatedBound"]
 
@@ -62,30 +52,6 @@ def _metric_name(metric):
         "so 'neg_auc' is accepted as a synonym of 'auc'.",
     )
     return name
-
-
-def _positive_accuracy_game_bound(stated, member_rate):
-    """Thudi's Theorem 3.3 for the game: the estimator subsamples the game's member set.
-
-    A record is a game member with probability ``r`` (independently, ``sampling="bernoulli"``);
-    the estimator keeps each member with probability ``T`` and trains an (eps, delta)-DP
-    learner. As a function of the game's member set that pipeline is
-    (log(1 + T(e^eps - 1)), T delta)-DP (amplification by Poisson subsampling), so Theorem 3.3
-    with prior ``r`` bounds ``P(game member | attack says member)``.
-    """
-    from skmip.bounds import positive_accuracy_bound
-
-    d = stated.details
-    eps, delta, t = d.get("epsilon"), d.get("delta") or 0.0, d.get("sampling_rate")
-    if eps is None or t is None:
-        return None
-    eps_game = float(np.log1p(t * np.expm1(eps))) if np.isfinite(eps) else np.inf
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return float(positive_accuracy_bound(
-            eps_game, sampling_rate=member_rate, delta=t * delta,
-            min_tpr=d.get("min_tpr") if delta > 0 else None,
-        ))
 
 
 class MIAttackScorer(BaseEstimator):
@@ -346,102 +312,10 @@ class MIAttackScorer(BaseEstimator):
             self._log(f"attack {name}: scored every (target, row) pair in {time.perf_counter() - start:.1f} s")
         return game, scores
 
-    def _metric_value(self, metric, membership, scores, confidence):
-        funcs = {
-            "auc": mi_roc_auc,
-            "tpr_at_fpr": partial(tpr_at_fpr, fpr=self.fpr),
-            "advantage": membership_advantage,
-            "positive_accuracy": positive_accuracy,
-            "empirical_epsilon": partial(empirical_epsilon, delta=self.delta, confidence=confidence),
-        }
-        return float(funcs[metric](membership, scores))
-
     def _stated(self, game):
         """The game's stated bound as ``(kind, value)``, or None; warns once when the check is inexact."""
-        stated = [b for b in (game.inspected or []) if b is not None]
-        if not stated:
-            return None
-        kinds = {b.kind for b in stated}
-        if len(kinds) > 1:  # pragma: no cover - one estimator states one kind
-            raise ValueError(f"{_OWNER}: the models state different kinds of bounds: {kinds}.")
-        kind = kinds.pop()
-        members = game.membership.sum(axis=1)
-        subsampled = any(
-            b is not None and b.details.get("n_train") not in (None, k)
-            for b, k in zip(game.inspected, members, strict=True)
-        )
-        if kind == "mip":
-            eta = max(b.value for b in stated)
-            if self.member_rate != 0.5:
-                warnings.warn(
-                    f"{_OWNER}: eta-MIP (Definition 1 with k = n/2) bounds TPR - FPR by 2 eta only "
-                    f"when members are half of the pool; member_rate={self.member_rate}. "
-                    "bound_holds_ is not computed; use member_rate=0.5.",
-                    UserWarning, stacklevel=3,
-                )
-                return ("untestable", eta)
-            if subsampled:
-                warnings.warn(
-                    f"{_OWNER}: the audited models were trained on a subsample of the game's "
-                    "member set (n_train_ differs), so the game's membership is not their "
-                    "D_train and the check is not Definition 1. For an exact audit use "
-                    "MIPNoiseWrapper(..., train_size=1.0).",
-                    UserWarning, stacklevel=3,
-                )
-            if self.sampling != "exact":
-                warnings.warn(
-                    f"{_OWNER}: Definition 1 draws D_train as an exact half; sampling="
-                    f"{self.sampling!r} makes the check approximate. Use sampling='exact'.",
-                    UserWarning, stacklevel=3,
-                )
-            return ("mip", eta)
-        # positive accuracy
-        bounds = [_positive_accuracy_game_bound(b, self.member_rate) for b in stated]
-        if any(b is None for b in bounds):
-            return None
-        if self.sampling != "bernoulli":
-            warnings.warn(
-                f"{_OWNER}: Theorem 3.3 assumes records are sampled independently; "
-                f"sampling={self.sampling!r} makes the positive-accuracy check approximate. "
-                "Use sampling='bernoulli'.",
-                UserWarning, stacklevel=3,
-            )
-        return ("positive_accuracy", max(bounds))
-
-    @staticmethod
-    def _check(stated, membership, scores, confidence):
-        """``(holds, BoundCheck)`` of one attack's scores against the stated bound."""
-        if stated is None or stated[0] == "untestable":
-            return None, None
-        kind, value = stated
-        if kind == "mip":
-            check = check_mip_bound(membership, scores, value, confidence=confidence)
-        else:
-            check = check_positive_accuracy_bound(membership, scores, value, confidence=confidence)
-        return check.holds, check
-
-    def _results(self, game, scores, metric, stated):
-        """Every attack's metrics, its confidence statements at the Bonferroni level, and the best."""
-        m = game.membership
-        level = bonferroni_confidence(self.confidence, len(scores))
-        results = {}
-        for name, s in scores.items():
-            holds, check = self._check(stated, m, s, level)
-            results[name] = {
-                "roc_auc": mi_roc_auc(m, s),
-                "tpr_at_fpr": float(tpr_at_fpr(m, s, self.fpr)),
-                "advantage": membership_advantage(m, s),
-                "positive_accuracy": positive_accuracy(m, s),
-                "empirical_epsilon": empirical_epsilon(m, s, delta=self.delta, confidence=level),
-                "bound_holds": holds,
-                "bound_check": check,
-            }
-            results[name]["metric"] = (
-                results[name]["empirical_epsilon"] if metric == "empirical_epsilon"
-                else self._metric_value(metric, m, s, level)
-            )
-        best = max(results, key=lambda n: results[n]["metric"])  # first of equals: AUTO_ATTACKS order
-        return results, best, level
+        return stated_bound(game.inspected, game.membership, member_rate=self.member_rate,
+                            sampling=self.sampling, owner=_OWNER, stacklevel=4)
 
     # ------------------------------------------------------------------ API
     def fit(self, X: ArrayLike, y: ArrayLike | None = None, **fit_params):
@@ -481,32 +355,14 @@ class MIAttackScorer(BaseEstimator):
         game, scores = self._play(self.estimator, X, y, fit_params, attacks)
         self._log("metrics and bound check")
         stated = self._stated(game)
-        results, best, level = self._results(game, scores, metric, stated)
-        chosen = results[best]
-        checks = [r["bound_check"] for r in results.values() if r["bound_check"] is not None]
-        worst = max(checks, key=lambda c: c.margin) if checks else None
+        results, best, level = attack_results(
+            game.membership, scores, metric=metric, fpr=self.fpr, delta=self.delta,
+            confidence=self.confidence, stated=stated,
+        )
         if len(results) > 1:
-            self._log(f"strongest attack by {metric}: {best} ({chosen['metric']:.4g})")
-        fitted = {
-            "scores_": scores[best],
-            "membership_": game.membership,
-            "attack_": attacks[best],
-            "best_attack_": best,
-            "attack_results_": results,
-            "attack_confidence_": level,
-            "training_issues_": list(game.issues),
-            "roc_auc_": chosen["roc_auc"],
-            "tpr_at_fpr_": chosen["tpr_at_fpr"],
-            "advantage_": chosen["advantage"],
-            "positive_accuracy_": chosen["positive_accuracy"],
-            # Each attack's lower bound holds at the Bonferroni level, so their maximum holds
-            # at ``confidence`` (union bound; docs/auditing.md).
-            "empirical_epsilon_": max(r["empirical_epsilon"] for r in results.values()),
-            "bound_": None if stated is None else stated[1],
-            "bound_holds_": None if worst is None else all(c.holds for c in checks),
-            "bound_check_": worst,
-            "n_features_in_": probe.n_features_in_,
-        }
+            self._log(f"strongest attack by {metric}: {best} ({results[best]['metric']:.4g})")
+        fitted = verdict_attributes(scores, game.membership, attacks, results, best, level, stated, game.issues)
+        fitted["n_features_in_"] = probe.n_features_in_
         if hasattr(probe, "feature_names_in_"):
             fitted["feature_names_in_"] = probe.feature_names_in_
         for name in _FITTED:
@@ -532,7 +388,10 @@ class MIAttackScorer(BaseEstimator):
         attacks, metric = self._validate(estimator)
         game, scores = self._play(estimator, X, y, {}, attacks)
         level = bonferroni_confidence(self.confidence, len(scores))
-        return -max(self._metric_value(metric, game.membership, s, level) for s in scores.values())
+        return -max(
+            metric_value(metric, game.membership, s, fpr=self.fpr, delta=self.delta, confidence=level)
+            for s in scores.values()
+        )
 
     @property
     def name(self) -> str:

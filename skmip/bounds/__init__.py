@@ -15,6 +15,8 @@ estimators and the scorer use. One submodule per paper or idea:
   :mod:`skmip.bounds.gdp` (the Gaussian trade-off, mu-GDP's composition and conversions).
 - :mod:`skmip.bounds.betting` — confidence bounds on bounded means by betting (Waudby-Smith & Ramdas).
 - :mod:`skmip.bounds.accounting` — rigorous DP-SGD accounting (privacy loss distributions).
+- :mod:`skmip.bounds.one_run` — one-run auditing (Steinke et al. 2023; Mahloujifar et al. 2025):
+  which (epsilon, delta) claims a canary guessing game refutes.
 
 Neighbouring relations (each docstring says which one its theorem needs):
 
@@ -62,3 +64,6 @@ from skmip.bounds.accounting import *  # noqa: E402,F401,F403
 from skmip.bounds.accounting import __all__ as _accounting_all  # noqa: E402
 
 __all__ += list(_accounting_all)
+from skmip.bounds.one_run import *  # noqa: E402,F401,F403
+from skmip.bounds.one_run import __all__ as _one_run_all  # noqa: E402
+__all__ += list(_one_run_all)

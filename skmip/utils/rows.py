@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 from sklearn.base import clone
 from sklearn.utils import _safe_indexing
 
-__all__ = ["n_rows", "subset_fit_params", "fit_on_rows"]
+__all__ = ["n_rows", "subset_fit_params", "fit_on_rows", "stack_rows"]
 
 
 def n_rows(data) -> int:
@@ -39,3 +40,16 @@ def fit_on_rows(estimator, X, y, rows, fit_params):
     if ys is None:
         return fitted.fit(Xs, **params)
     return fitted.fit(Xs, ys, **params)
+
+
+def stack_rows(a, b):
+    """Rows of ``a`` then rows of ``b`` (arrays, sparse matrices, DataFrames or Series)."""
+    if hasattr(a, "iloc"):
+        import pandas as pd
+
+        return pd.concat([a, b], ignore_index=True)
+    import scipy.sparse as sp
+
+    if sp.issparse(a) or sp.issparse(b):
+        return sp.vstack([sp.csr_matrix(a), sp.csr_matrix(b)], format="csr")
+    return np.concatenate([np.asarray(a), np.asarray(b)])

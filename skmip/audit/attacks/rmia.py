@@ -93,6 +93,7 @@ def rmia_scores(
     n_population: int | None = None,
     tie_break: bool = True,
     random_state=None,
+    population: ArrayLike | None = None,
 ) -> np.ndarray:
     r"""RMIA scores for every (target model, row) pair, with the other models as references.
 
@@ -126,6 +127,13 @@ def rmia_scores(
         distinct fractions, so every strict ordering of the paper's score is kept.
     random_state : None, int or Generator, default=None
         For the population subsample only.
+    population : array_like of bool, shape (n_samples,), default=None
+        The rows that may serve as population rows ``z`` (of a target: those of them it did
+        not train on). ``None``: every row. A pool scored against population data it does
+        not belong to (:func:`skmip.audit.audit_fitted`) treats members and non-members
+        alike: when a non-member is itself a population row, its comparison with itself is
+        dropped, which within a block of tied ratios ranks it just below a member of the
+        same ratio.
 
     Returns
     -------
@@ -183,6 +191,9 @@ def rmia_scores(
 
         n_population = check_int(owner, "n_population", n_population, 2, None)
     K, n = m.shape
+    pop = np.ones(n, dtype=bool) if population is None else np.asarray(population, dtype=bool)
+    if pop.shape != (n,):
+        raise ValueError(f"{owner}: population must be a boolean mask of the {n} rows; got shape {pop.shape}.")
     # Only the population subsample is random: no generator (and no OS entropy) without it.
     rng = resolve_rng(random_state) if n_population is not None else None
     # Distinct fractions a/p != b/q with p, q <= n differ by at least 1/n^2.
@@ -198,7 +209,7 @@ def rmia_scores(
         _, out_wo0 = _reference_means(ll[1:], m[1:], online=False)
         tuning = out_wo0
     for k in range(K):
-        population = np.flatnonzero(~m[k])
+        population = np.flatnonzero(~m[k] & pop)
         if n_population is not None and population.size > n_population:
             population = np.sort(rng.choice(population, size=n_population, replace=False))
         if online:
@@ -207,7 +218,7 @@ def rmia_scores(
             a = offline_a
             if isinstance(offline_a, str):
                 a = 0.5 if tuning is None else _tune_offline_a(
-                    ll, m, 1 if k == 0 else 0, tuning[max(k - 1, 0)], log_gamma, n_population, rng)
+                    ll, m, 1 if k == 0 else 0, tuning[max(k - 1, 0)], log_gamma, n_population, rng, pop)
             log_prior = _offline_prior(mean_out[k], a)
         log_ratio = ll[k] - log_prior
         scores[k] = _dominance(log_ratio, population, log_gamma)
@@ -218,13 +229,13 @@ def rmia_scores(
     return scores
 
 
-def _tune_offline_a(ll, m, pseudo, mean_out_others, log_gamma, n_population, rng):
+def _tune_offline_a(ll, m, pseudo, mean_out_others, log_gamma, n_population, rng, pop=None):
     """Best offline a for attacking one reference model (a pseudo-target) with the others.
 
     ``mean_out_others`` is the OUT log-mean of the remaining references (neither the target
     nor the pseudo-target). Costs ``len(OFFLINE_A_GRID)`` rankings of ``n`` rows, whatever K.
     """
-    population = np.flatnonzero(~m[pseudo])
+    population = np.flatnonzero(~m[pseudo] if pop is None else ~m[pseudo] & pop)
     if n_population is not None and population.size > n_population:
         population = np.sort(rng.choice(population, size=n_population, replace=False))
     best_a, best_auc = 0.0, -np.inf
@@ -295,4 +306,5 @@ class RMIA(MembershipAttack):
             game.log_likelihood, game.membership, online=self.online, gamma=self.gamma,
             offline_a=self.offline_a, n_population=self.n_population,
             tie_break=self.tie_break, random_state=self.random_state,
+            population=getattr(game, "population", None),
         )

@@ -29,10 +29,13 @@ from __future__ import annotations
 
 from skmip.audit.attacks._base import MembershipAttack
 
-__all__ = ["AUTO_ATTACKS", "resolve_attacks", "bonferroni_confidence"]
+__all__ = ["AUTO_ATTACKS", "OFFLINE_ATTACKS", "resolve_attacks", "bonferroni_confidence"]
 
 #: The candidates of ``attack="auto"``, strongest first on typical models (ties go to the first).
 AUTO_ATTACKS = ("rmia", "rmia_offline", "lira", "lira_offline", "loss")
+#: ``"auto"`` when no reference model trained on the audited rows (:func:`skmip.audit.audit_fitted`):
+#: the attacks that need OUT references only.
+OFFLINE_ATTACKS = ("rmia_offline", "lira_offline", "loss")
 
 
 def _name(attack, alias=None):
@@ -41,7 +44,8 @@ def _name(attack, alias=None):
     return repr(attack) if isinstance(attack, MembershipAttack) else type(attack).__name__
 
 
-def resolve_attacks(attack, estimator, *, n_models: int, member_rate: float, owner: str) -> dict:
+def resolve_attacks(attack, estimator, *, n_models: int, member_rate: float, owner: str,
+                    candidates=AUTO_ATTACKS) -> dict:
     """The attacks to run: ``{name: attack object}``, in order.
 
     Parameters
@@ -56,6 +60,8 @@ def resolve_attacks(attack, estimator, *, n_models: int, member_rate: float, own
         Of the game; some attacks need enough reference models.
     owner : str
         First word of the error messages.
+    candidates : tuple of str, default=AUTO_ATTACKS
+        The aliases ``"auto"`` tries, in order.
 
     Returns
     -------
@@ -80,7 +86,7 @@ def resolve_attacks(attack, estimator, *, n_models: int, member_rate: float, own
 
     if isinstance(attack, str) and attack == "auto":
         out, refused = {}, []
-        for alias in AUTO_ATTACKS:
+        for alias in candidates:
             try:
                 out[alias] = validated(get_attack(alias))
             except (TypeError, ValueError) as exc:
