@@ -205,6 +205,7 @@ def noise_law(wrapper, estimator, adapter, data, spread, etas):
     """
     if spread.method != "coupling":
         return MomentsNoise(wrapper, spread.sigma), False, False
+    from skmip.bounds.coupling_binding import BindingTargets
     from skmip.calibration.swap import estimate_swap_deltas
 
     log(wrapper, f"coupling calibration: {wrapper.n_rounds} rounds of swap distances")
@@ -212,6 +213,8 @@ def noise_law(wrapper, estimator, adapter, data, spread, etas):
         estimator, spread.X, spread.y, scale=spread.scale, n_rounds=wrapper.n_rounds,
         train_size=spread.size, polish=True, params=adapter, random_state=data.coupling_seed,
         n_jobs=wrapper.n_jobs, verbose=wrapper.verbose, fit_params=spread.fit_params,
+        # Certify past the closed form only what can move these calibrations (lazy.py).
+        tighten_for=BindingTargets(etas, wrapper.confidence, spread.shares),
     )
     _warn_about_deltas(wrapper, estimator, deltas)
     law = CouplingNoise(wrapper, spread.scale, deltas, spread.shares, etas)

@@ -33,10 +33,14 @@ class PairCertifier:
     whose bound is infinite, or exceeds its estimate by more than ``FALLBACK_RTOL``, is
     solved to convergence (:func:`exact_distance_bound`), which is certified by its own
     gradient and Hessian. ``block`` is the fit's :class:`~.losses.LossBlock` on ``H``,
-    ``factor`` its Hessian's Cholesky factor, ``P`` the regulariser's Hessian.
+    ``factor`` its Hessian's Cholesky factor, ``P`` the regulariser's Hessian. ``targets``
+    (a boolean mask over the rows of D) limits the later stages to the pairs of those
+    targets; the others keep their closed-form bound (lazy certification, :mod:`.lazy`).
     """
 
-    def __init__(self, glm, theta0, reg0, P, hinv, H, residual, whitener, index, cache=None, rows=None):
+    def __init__(self, glm, theta0, reg0, P, hinv, H, residual, whitener, index, cache=None, rows=None,
+                 targets=None):
+        self.targets = targets
         self.glm, self.theta0, self.reg0, self.P, self.hinv, self.H = glm, theta0, reg0, P, hinv, H
         # Exact minimisers by training set (small n repeats them across rounds); the
         # regulariser is the same function for every k-row set (reg0 - theta0 P is constant).
@@ -158,6 +162,8 @@ class PairCertifier:
         remainder summed over the rows, then by exact solves; returns the array."""
         floor = self._floor(dist)
         loose = self._loose(dist, certified, floor)
+        if self.targets is not None:
+            loose &= self.targets[x_rows]
         if not loose.any():
             return certified
         shape = dist.shape
@@ -183,6 +189,8 @@ class PairCertifier:
         settled = np.isfinite(out[idx])
         start_at = {pair: moved[m] for m, pair in enumerate(zip(*idx)) if settled[m]}
         loose = self._loose(dist, out, floor)
+        if self.targets is not None:
+            loose &= self.targets[x_rows]
         glm, theta0 = self.glm, self.theta0
         for idx in zip(*np.nonzero(loose)):
             x, e = int(x_rows[idx]), int(e_rows[idx])
