@@ -20,7 +20,7 @@ from skmip.calibration.swap.exact import _exact_distances
 from skmip.calibration.swap.batched import _influence_rounds
 from skmip.calibration.swap.compact import COMPACT_VALUES
 from skmip.calibration.swap.influence import certifiable
-from skmip.calibration.swap.lazy import settled_rounds
+from skmip.calibration.swap.lazy import MIN_ROWS as LAZY_MIN_ROWS, settled_rounds
 from skmip.calibration.losses.registry import augmented_design_cache, get_smooth_loss
 from skmip.calibration.swap.polish import MinimiserFits, SolverFits, _polish
 from skmip.calibration.swap.refit import _refit_rounds
@@ -144,7 +144,8 @@ def estimate_swap_deltas(
         (:func:`~skmip.calibration.swap.lazy.settled_rounds`); the others keep their
         closed-form upper bounds. Those scales are then exactly the ones of full
         certification (docs/coupling.md, *Certify only what can move the printed number*).
-        Not used when the rounds are stored in half precision (very large ``n``).
+        Used from ``lazy.MIN_ROWS`` training rows on, and not when the rounds are stored in
+        half precision (very large ``n``).
 
     Returns
     -------
@@ -287,7 +288,7 @@ def _estimate(estimator, X, y, n, k, n_rounds, summary_size, refine, scale, whit
             seeds, n_jobs, verbose, compact=compact, values_per_round=n * n_keep, prefer="threads",
         )
 
-    if certify and tighten_for is not None and engine == "newton" and not compact:
+    if certify and tighten_for is not None and engine == "newton" and not compact and k >= LAZY_MIN_ROWS:
         rounds = settled_rounds(run, tighten_for, k / n, n)
     else:
         rounds = run(certify)
