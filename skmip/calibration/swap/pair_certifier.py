@@ -35,7 +35,8 @@ class PairCertifier:
     gradient and Hessian. ``block`` is the fit's :class:`~.losses.LossBlock` on ``H``,
     ``factor`` its Hessian's Cholesky factor, ``P`` the regulariser's Hessian. ``targets``
     (a boolean mask over the rows of D) limits the later stages to the pairs of those
-    targets; the others keep their closed-form bound (lazy certification, :mod:`.lazy`).
+    targets and the pairs the closed form leaves unbounded; the others keep their
+    closed-form bound (lazy certification, :mod:`.lazy`).
     """
 
     def __init__(self, glm, theta0, reg0, P, hinv, H, residual, whitener, index, cache=None, rows=None,
@@ -162,8 +163,8 @@ class PairCertifier:
         remainder summed over the rows, then by exact solves; returns the array."""
         floor = self._floor(dist)
         loose = self._loose(dist, certified, floor)
-        if self.targets is not None:
-            loose &= self.targets[x_rows]
+        if self.targets is not None:  # lazy: the targets asked for, and every unbounded pair
+            loose &= self.targets[x_rows] | ~np.isfinite(certified)
         if not loose.any():
             return certified
         shape = dist.shape
@@ -190,7 +191,7 @@ class PairCertifier:
         start_at = {pair: moved[m] for m, pair in enumerate(zip(*idx)) if settled[m]}
         loose = self._loose(dist, out, floor)
         if self.targets is not None:
-            loose &= self.targets[x_rows]
+            loose &= self.targets[x_rows] | ~np.isfinite(out)
         glm, theta0 = self.glm, self.theta0
         for idx in zip(*np.nonzero(loose)):
             x, e = int(x_rows[idx]), int(e_rows[idx])
