@@ -58,7 +58,7 @@ class BindingTargets:
     --------
     >>> deltas = np.r_[np.full((40, 400, 1), 0.1), np.full((1, 400, 1), 1.0)]
     >>> b = BindingTargets([0.1])
-    >>> np.flatnonzero(b.near(deltas, 0.5, b.scales(deltas, 0.5), 1.0))
+    >>> np.flatnonzero(b.near(deltas, 0.5, b.scales(deltas, 0.5), 0.9))
     array([40])
     """
 
