@@ -162,6 +162,7 @@ def bench_pipeline(n_jobs, sizes, n_rounds=None):
         rows.append([f"{len(X_tr):,}", f"{wall:.0f} s", f"{cpu:.0f} s", f"{plain_cpu:.2f} s", f"{cpu / plain_cpu:.0f}x",
                      f"{w.noise_scale_:.6f}", f"{w.coupling_eta_upper_:.5f}", f"{w.score(X_te, y_te):.4f}",
                      f"{plain.score(X_te, y_te):.4f}", f"{_load():.1f}"])
+        print(" | ".join(rows[-1]), flush=True)  # each size as it is done (the full split takes long)
     print(markdown_table(["training rows", "wall", "CPU", "plain fit CPU", "CPU ratio", "noise scale s",
                           "eta upper", "test acc", "plain acc", "load"], rows))
     if len(sizes) > 1:
