@@ -10,10 +10,12 @@ full certification gives; else it tightens the targets that bind at the new scal
 runs again, and after ``_PASSES`` tries it certifies every pair. The proof is in
 docs/coupling.md, *Certify only what can move the printed number*.
 
-The passes: (1) the closed form alone for every pair, whose bounds (infinite ones read
-as 0, which only steers) locate the scale to expect; the targets that fail under these
-bounds at ``_MARGIN`` times that scale are tightened in (2), and the check decides. Each
-pass repeats the rounds' fits (the same seeds: the same fits and pairs).
+The passes: (0) the engine's uncertified estimates, which only steer (they locate the
+scale); (1) the closed form alone for every pair; the targets that fail under these
+bounds at ``_MARGIN`` times the estimates' scale are tightened in (2), and the check
+decides. Each pass repeats the rounds' fits (the same seeds: the same fits and pairs).
+Steering by the closed form's own scale instead (its infinite bounds read as 0) saves pass
+(0) but overshoots: on adult (4,000 rows) the check then failed and the passes repeated.
 """
 
 from __future__ import annotations
@@ -50,9 +52,9 @@ def settled_rounds(run, binding, train_fraction, n):
     Parameters
     ----------
     run : callable
-        ``run(certify, steer)`` returns the rounds' certified distances, shape (n, rounds,
-        kept): ``certify`` is ``True`` or a :class:`Tighten`; ``steer`` says that the pass
-        only steers.
+        ``run(certify, steer)`` returns the rounds' distances, shape (n, rounds, kept):
+        ``certify`` is ``False`` (estimates), ``True`` or a :class:`Tighten`; ``steer``
+        says that the pass only steers (no refinement).
     binding : BindingTargets
         The calibrations the result must leave unchanged.
     train_fraction : float
@@ -66,14 +68,12 @@ def settled_rounds(run, binding, train_fraction, n):
         Distances whose scales under ``binding`` equal those of full certification; each
         value is a certified upper bound.
     """
-    closed = np.asarray(run(Tighten(np.zeros(n, dtype=bool)), True))
     try:
-        # Steering only: a pair the closed form leaves unbounded counts as 0 here.
-        expected = binding.scales(np.where(np.isinf(closed), 0.0, closed), train_fraction)
-    except ValueError:  # no scale to steer by
+        expected = binding.scales(np.asarray(run(False, True)), train_fraction)
+    except ValueError:  # the estimates cannot be calibrated: no scale to steer by
         return run(True, False)
-    tight = binding.near(closed, train_fraction, expected, _MARGIN)
-    del closed
+    tight = binding.near(np.asarray(run(Tighten(np.zeros(n, dtype=bool)), True)), train_fraction,
+                         expected, _MARGIN)
     for _ in range(_PASSES):
         rounds = run(Tighten(tight), False)
         arr = np.asarray(rounds)
