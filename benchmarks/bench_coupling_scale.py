@@ -9,6 +9,7 @@ Commands (results and their load in docs/coupling.md, "Cost and scaling"):
     python benchmarks/bench_coupling_scale.py scaling --n-jobs 2 [--plot docs/figures/coupling_scaling.png]
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_coupling_scale.py engine
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_coupling_scale.py million --n-jobs 2
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_coupling_scale.py pipeline --n-jobs 2 [--adult-sizes ...]
 
 ``ratio``: breast cancer (standardized, the README quickstart's 75/25 split),
 ``LogisticRegression(C=0.1)``, eta = 0.1, the wrapper's defaults, one core: wrapper fit time
@@ -28,6 +29,13 @@ on synthetic logistic data with d = 20 features, n = 10,000 to 1,000,000 (``--si
 in a fresh process: wall time, the process's CPU time, its peak resident memory
 (``ru_maxrss``, threads included) and the peak of the proportional set size summed over it and
 any child processes (sampled every 0.5 s), against the data's own size.
+``pipeline`` (issue 33): the recipe tabular users run, adult as a DataFrame (70/30 stratified
+split, seed 0; a seeded subsample of the training part for each n of ``--adult-sizes``),
+``make_column_transformer(OneHotEncoder(handle_unknown="ignore") on the string columns,
+StandardScaler on the numbers)`` + ``LogisticRegression(C=0.1)``, eta = 0.1, every other
+default: the wrapper's wall and CPU time (rounds run in threads: the process's CPU time is
+all of it) against the plain pipeline's CPU time, the noise scale, the printed bound and the
+test accuracy, and the log-log slope of wall time against n.
 """
 
 from __future__ import annotations
@@ -114,6 +122,51 @@ def bench_adult(n_jobs, point=False, n_samples=None, n_rounds=None, draws=None):
     print(f"plain fit {t0:.2f} s; one calibration for both eta (mip_noise_path); load {_load():.1f}")
     print(markdown_table(["eta", "training rows", "calibration + fit", "non-private acc",
                           f"private acc (mean of {draws} draws)", "noise scale s", "eta upper"], rows))
+
+
+def _adult_pipeline(n):
+    """``(pipeline, X_tr, X_te, y_tr, y_te)``: issue 33's recipe on n training rows of adult."""
+    from sklearn.compose import make_column_transformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    X, y = H.load_frame("adult")
+    X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+    if n < len(X_tr):
+        rows = np.sort(np.random.default_rng(0).choice(len(X_tr), n, replace=False))
+        X_tr, y_tr = X_tr.iloc[rows], y_tr[rows]
+    cats = [c for c in X.columns if X[c].dtype.kind not in "biuf"]
+    nums = [c for c in X.columns if c not in cats]
+    pipe = make_pipeline(make_column_transformer((OneHotEncoder(handle_unknown="ignore"), cats),
+                                                 (StandardScaler(), nums)), LogisticRegression(C=0.1))
+    return pipe, X_tr, X_te, y_tr, y_te
+
+
+def bench_pipeline(n_jobs, sizes, n_rounds=None):
+    """Issue 33's adult pipeline under the default coupling calibration, per training size."""
+    import time
+
+    from sklearn.base import clone
+
+    kw = {} if n_rounds is None else {"n_rounds": n_rounds}
+    rows, walls = [], []
+    for n in sizes:
+        pipe, X_tr, X_te, y_tr, y_te = _adult_pipeline(n)
+        cpu0 = time.process_time()
+        plain = clone(pipe).fit(X_tr, y_tr)
+        plain_cpu = time.process_time() - cpu0
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        w = MIPNoiseWrapper(pipe, eta=0.1, n_jobs=n_jobs, random_state=0, **kw).fit(X_tr, y_tr)
+        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+        walls.append(wall)
+        rows.append([f"{len(X_tr):,}", f"{wall:.0f} s", f"{cpu:.0f} s", f"{plain_cpu:.2f} s", f"{cpu / plain_cpu:.0f}x",
+                     f"{w.noise_scale_:.6f}", f"{w.coupling_eta_upper_:.5f}", f"{w.score(X_te, y_te):.4f}",
+                     f"{plain.score(X_te, y_te):.4f}", f"{_load():.1f}"])
+        print(" | ".join(rows[-1]), flush=True)  # each size as it is done (the full split takes long)
+    print(markdown_table(["training rows", "wall", "CPU", "plain fit CPU", "CPU ratio", "noise scale s",
+                          "eta upper", "test acc", "plain acc", "load"], rows))
+    if len(sizes) > 1:
+        print(f"log-log slope of wall time against n: {loglog_slope([int(r[0].replace(',', '')) for r in rows], walls):.2f}")
 
 
 def bench_engine(shapes=("design", "full"), bc_rounds=12, adult_rows=1500, adult_rounds=4, pairs=(8, 4)):
@@ -281,7 +334,7 @@ def bench_million(n_jobs, sizes):
 
 def main(argv=None):
     p = H.parser(__doc__, n_jobs=1)
-    p.add_argument("what", choices=("ratio", "bounds", "adult", "scaling", "engine", "million", "_one"))
+    p.add_argument("what", choices=("ratio", "bounds", "adult", "scaling", "engine", "million", "pipeline", "_one"))
     p.add_argument("--n-rounds", type=int, default=None, help="ratio: override the wrapper's n_rounds")
     p.add_argument("--sizes", type=int, nargs="+", default=[1000, 3000, 10000, 30000, 100000, 200000])
     p.add_argument("--adult-sizes", type=int, nargs="+", default=[1000, 3000, 10000, 22792])
@@ -305,6 +358,9 @@ def main(argv=None):
     elif args.what == "million":
         bench_million(args.n_jobs, args.sizes if args.sizes != p.get_default("sizes")
                       else [10000, 30000, 100000, 300000, 1000000])
+    elif args.what == "pipeline":
+        bench_pipeline(args.n_jobs, [1000] if small else (args.adult_sizes if args.adult_sizes != p.get_default(
+            "adult_sizes") else [2000, 4000, 8000, 22792]), n_rounds=args.n_rounds if small else None)
     elif args.what == "_one":
         _one_million_run(args.sizes[0], args.n_jobs)
     else:

@@ -249,6 +249,13 @@ class _JensenBounds:
         tv = erf(d / (s * _SQRT8)) if s > 0 else (d > 0).astype(np.float64)
         return round_up(tv, rel_err=relative_error(12), upper=1.0)
 
+    def means(self, s, weight):
+        """Each target's mean over draws of ``_draw_values`` at ``s``, exactly."""
+        out = np.empty(self.arr.shape[0])
+        for idx, block in _target_blocks(self.arr):
+            out[idx] = _draw_values(block, s, weight, None if self.pw is None else self.pw[idx]).mean(axis=1)
+        return out
+
     def max_mean(self, s, weight):
         """``max_x`` of the mean over draws of ``_draw_values`` at ``s``, exactly."""
         upper = weight * self._tv(self.per_target, s)
@@ -295,7 +302,13 @@ class _JensenBounds:
     def all_pass(self, s, weight, eta, log_threshold):
         """Whether every target's betting bound at ``s`` is at most ``eta`` (exactly);
         ``log_threshold`` one per target."""
+        return self.failing(s, weight, eta, log_threshold, first=True).size == 0
+
+    def failing(self, s, weight, eta, log_threshold, first=False):
+        """The targets whose betting bound at ``s`` exceeds ``eta`` (exactly), in increasing
+        order; with ``first``, only those of the first block of targets that has any."""
         m = self.arr.shape[1]
+        failed = []
         # Every draw at most the target's worst draw's bound: a constant sample c, whose
         # capital at eta under the bet theta / weight is m log(1 + theta (eta - c) / weight).
         c = weight * self._tv(self.worst_draw, s)
@@ -316,10 +329,12 @@ class _JensenBounds:
                 y = weight * self._tv(self._per_draw(values, None), s)
                 fail = ~betting_passes(y, eta, weight, log_threshold[block])
                 block, values = block[fail], values[fail]
-            if block.size and not betting_passes(_draw_values(values, s, weight), eta, weight,
-                                                 log_threshold[block]).all():
-                return False
-        return True
+            if block.size:
+                failed.append(block[~betting_passes(_draw_values(values, s, weight), eta, weight,
+                                                    log_threshold[block])])
+                if first and failed[-1].size:
+                    break
+        return np.concatenate(failed) if failed else np.zeros(0, dtype=np.intp)
 
 
 

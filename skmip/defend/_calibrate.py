@@ -183,6 +183,7 @@ def noise_law(wrapper, route, estimator, adapter, data, spread, etas):
     """
     if spread.method != "coupling":
         return MomentsNoise(route, spread.sigma), False, False
+    from skmip.bounds.coupling_binding import BindingTargets
     from skmip.calibration.swap import estimate_swap_deltas
 
     log(wrapper, f"coupling calibration: {route.n_rounds} rounds of swap distances")
@@ -190,6 +191,8 @@ def noise_law(wrapper, route, estimator, adapter, data, spread, etas):
         estimator, spread.X, spread.y, scale=spread.scale, n_rounds=route.n_rounds,
         train_size=spread.size, polish=True, params=adapter, random_state=data.coupling_seed,
         n_jobs=wrapper.n_jobs, verbose=wrapper.verbose, fit_params=spread.fit_params,
+        # Certify past the closed form only what can move these calibrations (lazy.py).
+        tighten_for=BindingTargets(etas, route.confidence, spread.shares),
     )
     _warn_about_deltas(route, estimator, deltas)
     law = CouplingNoise(route, spread.scale, deltas, spread.shares, etas)

@@ -104,7 +104,8 @@ def test_every_stage_bounds_the_exact_distance(make, data, stages, monkeypatch):
     assert checked >= {1: 1, 2: (k * targets.size) // 2, 3: k * targets.size}[stages]
 
 
-def _row_sums_case(seed=3, n=60, d=4):
+def _row_sums_fit(seed=3, n=60, d=4):
+    """A logistic fit on half of data with a few high-leverage rows: ``(block, H, rng)``."""
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d)) * np.r_[1.0, 1.0, 3.0, 0.3]
     X[:3] *= 6.0  # a few high-leverage rows
@@ -113,6 +114,11 @@ def _row_sums_case(seed=3, n=60, d=4):
     est = LogisticRegression(C=1.0, solver="newton-cholesky", tol=1e-12).fit(X[H], y[H])
     polish_to_minimiser(est, X[H], y[H])
     (block,) = get_smooth_loss(est).blocks(est, X, y, H, None)
+    return block, H, rng
+
+
+def _row_sums_case():
+    block, H, rng = _row_sums_fit()
     hinv = np.linalg.inv(block.hessian)
     F, FH = block.glm.features, block.glm.features[H]
     curv = block.glm.d2loss(FH @ block.theta, H)
@@ -165,3 +171,35 @@ def test_closed_form_bounds_the_exact_distance_with_split_row_sums(monkeypatch):
     monkeypatch.setattr(row_sums, "_SUMS_WORK", 0.0)
     test_every_stage_bounds_the_exact_distance(
         lambda: LogisticRegression(C=1.0, solver="newton-cholesky", tol=1e-12), "logistic", 1, monkeypatch)
+
+
+def test_second_stage_row_terms_equal_the_row_by_row_formula():
+    # The second stage sums its rows by matrix products, in place (pair_certifier._FitRows);
+    # here each pair's gradient weights and second-order bound are summed row by row, as
+    # written in docs/coupling.md (stage 2).
+    FH, curv, lev, unorm, F, hinv, H = _row_sums_case()
+    block = _row_sums_fit()[0]
+    glm, theta0 = block.glm, block.theta
+    P = _regulariser_hessian(block, H)
+    rows = pair_certifier._FitRows(glm, H, theta0, block.regularizer_gradient - theta0 @ P, P, curv, lev, unorm)
+    rng = np.random.default_rng(1)
+    m = 9
+    delta = rng.normal(scale=0.3, size=(H.size, m))
+    e_pos = rng.integers(0, H.size, size=m)
+    W, slack = rows.moves(glm.dloss, delta, e_pos)
+    mH = FH @ theta0
+    for j in range(m):
+        moved = glm.dloss(mH + delta[:, j], H)
+        want = np.where(np.arange(H.size) == e_pos[j], 0.0, moved - glm.dloss(mH, H))
+        np.testing.assert_allclose(W[:, j], want, rtol=1e-12, atol=1e-15)
+        assert slack[j] == pytest.approx(np.abs(moved).sum() + np.abs(glm.dloss(mH, H)).sum(), rel=1e-12)
+    reach, shrink, v_e = rng.uniform(0.01, 0.2, m), rng.uniform(1.0, 1.5, m), rng.uniform(0.0, 0.5, m)
+    T, moves = rows.curvature_moves(delta)
+    got = rows.second_order(moves, reach, shrink, v_e)
+    root = np.sqrt(lev)
+    for j in range(m):
+        assert T[j] == np.abs(delta[:, j]).max()
+        E = np.expm1(glm.gsc * (np.abs(delta[:, j]) + root * reach[j]))
+        single = shrink[j] * (sum(curv * root * E * unorm) + v_e[j] * sum(curv * root * E))
+        squares = np.sqrt(sum(curv * E**2 * unorm**2)) + v_e[j] * np.sqrt(sum(curv * E**2))
+        assert got[j] == pytest.approx(min(single, squares), rel=1e-12)

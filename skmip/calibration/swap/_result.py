@@ -20,7 +20,7 @@ class SwapDeltas:
         :math:`e` (the distances themselves when no more are drawn than kept), or of all
         of them. Rounds are independent.
         ``inf`` marks a change in a coordinate whose scale is 0. Above
-        ``compact.COMPACT_VALUES`` values (about 20,000 rows at the default 400 rounds) a
+        ``compact.COMPACT_VALUES`` values (about 40,000 rows at the default 400 rounds and 2 values kept) a
         :class:`~skmip.calibration.swap.compact.CompactDistances`: half precision, every value
         rounded up (at most 0.1% above the distance), decoded to doubles when indexed by
         target (``distances[i]``) or by ``np.asarray``.

@@ -26,8 +26,9 @@ import math
 import numpy as np
 
 #: Above this many values (n x rounds x kept values) the rounds are stored compact
-#: (2**24 doubles: 128 MiB; in half precision 32 MiB).
-COMPACT_VALUES = 2**24
+#: (2**25 doubles: 256 MiB; in half precision 64 MiB: full adult, 18 million values, stays in
+#: double precision, where lazy certification applies, skmip.calibration.swap.lazy).
+COMPACT_VALUES = 2**25
 #: Targets encoded or decoded at a time (bounds the temporaries).
 _BLOCK_VALUES = 2**22
 #: The largest finite value of a round is scaled below 2**_TOP (half floats reach 65504).

@@ -20,6 +20,7 @@ from skmip.calibration.swap.exact import _exact_distances
 from skmip.calibration.swap.batched import _influence_rounds
 from skmip.calibration.swap.compact import COMPACT_VALUES
 from skmip.calibration.swap.influence import certifiable
+from skmip.calibration.swap.lazy import MIN_ROWS as LAZY_MIN_ROWS, settled_rounds
 from skmip.calibration.losses.registry import augmented_design_cache, get_smooth_loss
 from skmip.calibration.swap.polish import MinimiserFits, SolverFits, _polish
 from skmip.calibration.swap.refit import _refit_rounds
@@ -63,6 +64,7 @@ def estimate_swap_deltas(
     n_jobs: int | None = None,
     verbose: int = 0,
     fit_params: dict | None = None,
+    tighten_for=None,
 ) -> SwapDeltas:
     r"""Draw whitened swap distances for every row of :math:`\mathcal{D}` (coupling bound).
 
@@ -136,6 +138,14 @@ def estimate_swap_deltas(
     fit_params : dict, default=None
         Passed to ``fit``; arrays with one entry per row (``sample_weight``) are subset with
         the rows.
+    tighten_for : skmip.bounds.coupling_binding.BindingTargets, optional
+        Certified ``"newton"`` distances: take the certificates past the closed form only
+        for the targets that can decide the noise scales these calibrations will give
+        (:func:`~skmip.calibration.swap.lazy.settled_rounds`); the others keep their
+        closed-form upper bounds. Those scales are then exactly the ones of full
+        certification (docs/coupling.md, *Certify only what can move the printed number*).
+        Used from ``lazy.MIN_ROWS`` training rows on, and not when the rounds are stored in
+        half precision (very large ``n``).
 
     Returns
     -------
@@ -202,11 +212,12 @@ def estimate_swap_deltas(
 
     with augmented_design_cache():  # one augmented copy of X for all the fits (losses.py)
         return _estimate(estimator, X, y, n, k, n_rounds, summary_size, refine, scale, whitener, engine,
-                         pairs_per_target, polish, certify, params, random_state, n_jobs, verbose, fit_params)
+                         pairs_per_target, polish, certify, params, random_state, n_jobs, verbose, fit_params,
+                         tighten_for)
 
 
 def _estimate(estimator, X, y, n, k, n_rounds, summary_size, refine, scale, whitener, engine, pairs_per_target,
-              polish, certify, params, random_state, n_jobs, verbose, fit_params):
+              polish, certify, params, random_state, n_jobs, verbose, fit_params, tighten_for=None):
     rng = resolve_rng(random_state)
     estimator = fix_inner_random_state(clone(estimator), draw_seed(rng))
     adapter = get_adapter(estimator, params)
@@ -265,17 +276,24 @@ def _estimate(estimator, X, y, n, k, n_rounds, summary_size, refine, scale, whit
     else:
         fitter = SolverFits(estimator, adapter, X, y, fit_params)
     del probe, theta0
-    rounds = run_rounds(
-        lambda chunk: delayed(_influence_rounds)(
-            chunk, fitter, loss, Xd, yd, sw, n, k, p, whitener, all_pairs, n_keep,
-            engine == "newton", refine, certify,
-        ),
-        # Threads: the rounds are array arithmetic that releases the GIL, and threads share
-        # X and the fits' design instead of copying them into every worker (memory at large n).
-        seeds, n_jobs, verbose, compact=compact, values_per_round=n * n_keep, prefer="threads",
-    )
+
+    def run(cert, steer=False):
+        return run_rounds(
+            lambda chunk: delayed(_influence_rounds)(
+                chunk, fitter, loss, Xd, yd, sw, n, k, p, whitener, all_pairs, n_keep,
+                engine == "newton", 0.0 if steer else refine, cert,
+            ),
+            # Threads: the rounds are array arithmetic that releases the GIL, and threads share
+            # X and the fits' design instead of copying them into every worker (memory at large n).
+            seeds, n_jobs, verbose, compact=compact, values_per_round=n * n_keep, prefer="threads",
+        )
+
+    if certify and tighten_for is not None and engine == "newton" and not compact and k >= LAZY_MIN_ROWS:
+        rounds = settled_rounds(run, tighten_for, k / n, n)
+    else:
+        rounds = run(certify)
     return SwapDeltas(rounds, k, engine, "all" if all_pairs else "sampled", polished=polish,
-                      certified=certify)
+                      certified=bool(certify))
 
 
 def _resolve_engine(estimator, loss, engine):

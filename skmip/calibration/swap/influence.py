@@ -6,6 +6,7 @@ import numpy as np
 from scipy import linalg
 
 from skmip.calibration.swap._common import _OWNER
+from skmip.calibration.swap.lazy import tightened
 from skmip.calibration.swap.pair_certifier import PairCertifier
 from skmip.calibration.swap.row_sums import fit_row_scalars
 from skmip.calibration.losses.registry import gradient_sum
@@ -139,10 +140,11 @@ def certifiable(blocks, newton, whitener):
             and blocks[0].glm.gsc is not None and not whitener.zero.any())
 
 
-def _certifier(block, hinv, fitter, H, whitener, prep=None):
+def _certifier(block, hinv, fitter, H, whitener, prep=None, certify=True):
     """The fit's :class:`~.pair_certifier.PairCertifier`. ``prep`` = (H side, target side) of
     :func:`_prepare`: the rows' quantities the engine computed, all summed at once; without
-    it the H side's scalars are computed here and the row sums filled as the rows come."""
+    it the H side's scalars are computed here and the row sums filled as the rows come.
+    ``certify``: ``True`` or a :class:`~.lazy.Tighten` (the targets tightened past stage 1)."""
     residual = gradient_sum(block, H) + block.regularizer_gradient
     P = fitter.regulariser_hessian(block, H)
     if prep is None:
@@ -151,7 +153,8 @@ def _certifier(block, hinv, fitter, H, whitener, prep=None):
         pe, px = prep
         rows = (pe["h"], _norms(pe), pe["d2"])
     cert = PairCertifier(block.glm, block.theta, block.regularizer_gradient, P, hinv, np.asarray(H),
-                         residual, whitener, block.index, cache=exact_cache(fitter), rows=rows)
+                         residual, whitener, block.index, cache=exact_cache(fitter), rows=rows,
+                         targets=tightened(certify))
     if prep is not None:
         for side in prep:
             cert.sums.fill(side["rows"], side["xi"], side["h"])
@@ -173,7 +176,7 @@ def _streamed_pairs(block, factor, fitter, H, targets, pos, whitener, certify, r
     """
     glm, index = block.glm, block.index
     hinv = linalg.cho_solve(factor, np.eye(block.theta.size), check_finite=False)
-    cert = _certifier(block, hinv, fitter, H, whitener) if certify else None
+    cert = _certifier(block, hinv, fitter, H, whitener, certify=certify) if certify else None
     T, p = pos.shape
     dist = np.empty((T, p))
     width = max(1, _GATHER_ELEMENTS // (p * glm.features.shape[1]))
@@ -276,7 +279,7 @@ def _prepared_pairs(out, rng, fitter, blocks, preps, factors, H, targets, k, p, 
     certified or refined where asked, or ``p`` sampled pairs per target."""
     # Certified distances replace the (uncertified) refinement of the most exposed targets.
     cert = _certifier(blocks[0], linalg.cho_solve(factors[0], np.eye(blocks[0].theta.size), check_finite=False),
-                      fitter, H, whitener, preps[0][:2]) if certify else None
+                      fitter, H, whitener, preps[0][:2], certify) if certify else None
     # Refining the most exposed targets needs one generalised-linear block.
     n_refine = _n_refine(refine if (newton and len(blocks) == 1 and cert is None) else 0.0, targets.size)
     P = fitter.regulariser_hessian(blocks[0], H) if n_refine else None
