@@ -15,7 +15,7 @@ import numpy as np
 from sklearn.base import clone
 
 from skmip.bounds.one_run import one_run_epsilon_bound
-from skmip.bounds.subsampling import poisson_amplification
+from skmip.bounds.amplification import poisson_amplification
 from skmip.promise import stated_promise
 from skmip.utils.rng import resolve_rng
 from skmip.utils.rows import n_rows, stack_rows

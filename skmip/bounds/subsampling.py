@@ -31,6 +31,7 @@ from skmip.exceptions import PrivacyWarning
 
 from skmip.bounds._common import scalar_or_array as _out
 from skmip.bounds.rounding import relative_error, round_up
+from skmip.bounds.amplification import poisson_amplification  # noqa: F401 (exported here too)
 
 __all__ = [
     "positive_accuracy_bound",
@@ -562,42 +563,3 @@ def deletion_capacity(
     ratio = np.where((B == 1.0) | (L == 0.0), 0.0, np.where(L == 1.0, np.inf, ratio))
     # A relative 1e-12 guards floor() against round-off at exact integers.
     return _out(np.floor(ratio * (1 + 1e-12)))
-
-
-def poisson_amplification(epsilon, delta, sampling_rate):
-    r"""(epsilon', delta') of an (epsilon, delta)-DP learner run on a Poisson subsample at rate ``T``.
-
-    Parameters
-    ----------
-    epsilon : float
-        The learner's epsilon, >= 0 (``inf`` allowed).
-    delta : float
-        The learner's delta, in [0, 1].
-    sampling_rate : float
-        ``T``: each record is kept independently with this probability, in [0, 1].
-
-    Returns
-    -------
-    tuple of float
-        :math:`(\log(1 + T(e^\epsilon - 1)), T\delta)`: the pipeline's guarantee as a function of
-        the data it subsamples, for adding or removing one record.
-
-    References
-    ----------
-    Balle, Barthe & Gaboardi, "Privacy amplification by subsampling" (NeurIPS 2018),
-    Theorem 8 (Poisson subsampling, add/remove); used by Thudi et al., Section 3.
-
-    Examples
-    --------
-    >>> eps, delta = poisson_amplification(1.0, 1e-5, 0.5)
-    >>> round(eps, 4), delta
-    (0.6201, 5e-06)
-    >>> round(poisson_amplification(1024.0, 0.0, 0.5)[0], 4)   # eps + log T, no overflow
-    1023.3069
-    """
-    eps, t = float(epsilon), float(sampling_rate)
-    if not np.isfinite(eps) or t in (0.0, 1.0):
-        return (eps if t == 1.0 else (0.0 if t == 0.0 else np.inf)), t * float(delta)
-    # log(1 - T + T e^eps) without overflow: e^eps overflows past eps ~ 709.
-    eps_out = float(np.log1p(t * np.expm1(eps))) if eps < 30 else float(np.logaddexp(np.log1p(-t), np.log(t) + eps))
-    return eps_out, t * float(delta)

@@ -120,21 +120,21 @@ def _three_classes(n, seed=0):
 
 
 def test_tiny_three_class_data_is_refused_with_the_reason_not_an_index_error():
-    """12 rows, 4 per class: the rounds' random 6-row fit sets often lack a class, and scikit-learn
-    then fits 2 classes (3 parameters where D's model has 9). That used to surface as an
-    IndexError deep in the engine (influence.py); the subsets are now checked before any fit."""
+    """12 rows, 4 per class: random 6-row subsets often lack a class, and scikit-learn then fits 2
+    classes (3 parameters where D's model has 9). That used to surface as an IndexError deep in
+    the engine (influence.py); since issue 31 (item 4) the wrapper decides it from D's class
+    counts before D_train is drawn, in words that name D only (the engine's own check of its fit
+    sets is the next test)."""
     import warnings
 
     from skmip import MIPNoiseWrapper
-    from skmip.exceptions import MissingClassError
 
     X, y = _three_classes(12)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with pytest.raises(MissingClassError, match=r"MIPNoiseWrapper: .*subsets of 6 of the 12 rows.*"
-                                                    r"larger train_size") as info:
+        with pytest.raises(ValueError, match=r"MIPNoiseWrapper: a random subset of 6 of the 12 rows .*"
+                                             r"class counts 0: 4, 1: 4, 2: 4.*raise train_size"):
             MIPNoiseWrapper(LogisticRegression(), eta=0.1, random_state=0).fit(X, y)
-    assert info.value.subset_size == 6 and info.value.n_samples == 12 and info.value.missing
 
 
 def test_estimate_swap_deltas_checks_every_fit_set_before_fitting():
