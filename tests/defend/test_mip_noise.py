@@ -321,7 +321,17 @@ def _expected_failed(est):
 
 @parametrize_with_checks(_check_instances(), expected_failed_checks=_expected_failed)
 def test_sklearn_compatible(estimator, check):
-    check(estimator)
+    from skmip.exceptions import MissingClassError
+
+    try:
+        check(estimator)
+    except MissingClassError:
+        # Which checks draw such a fit set depends on the draws and on the check data of the
+        # scikit-learn version (1.6's check_dtype_object does at the declared floor): that one
+        # cause, and no other failure, is declared for every check of this instance.
+        if _expected_failed(estimator) is not COUPLING_CLASSIFIER_FAILED:
+            raise
+        pytest.xfail(SMALL_CLASSES)
 
 
 def test_sample_weight_follows_the_rows(cancer):
