@@ -25,6 +25,7 @@ from skmip.defend._delegate import ReleasedModelMixin
 from skmip.defend.preprocessing import preprocessing_route
 from skmip.calibration.routes import check_cost, n_train_of, warn_if_vacuous
 from skmip.defend.synthetic_route import SYNTHETIC, fit_synthetic
+from skmip.defend.noisy_gradient_route import NOISY_GRADIENT, check_noisy_gradient, fit_noisy_gradient_path
 from skmip.defend._parameters import DEPRECATED, MovedKnobsMixin, fill_parameters, validate_shared
 from skmip.defend._input import _validate_arrays, check_classes, validate_input
 from skmip.defend._calibrate import (
@@ -341,7 +342,11 @@ def _fit_path(wrapper, route, X, y, etas, fit_params):
         )
     for eta in etas:
         check_eta(_OWNER, eta)
+    if route.name == NOISY_GRADIENT:
+        check_noisy_gradient(wrapper, route, _OWNER)
     data = _draw_training_set(wrapper, route, X, y, fit_params, etas)
+    if route.name == NOISY_GRADIENT:
+        return fit_noisy_gradient_path(wrapper, route, data, etas, _OWNER)
     estimator = clone(wrapper.estimator if data.route is None else data.route.last)
     estimator = fix_inner_random_state(estimator, data.inner_seed)
     adapter = get_adapter(estimator, wrapper.params)

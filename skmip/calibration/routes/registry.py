@@ -17,13 +17,13 @@ from skmip.exceptions import PrivacyWarning
 from skmip.calibration.routes.base import CalibrationRoute
 from skmip.calibration.routes.coupling import CouplingRoute
 from skmip.calibration.routes.moments import MomentsRoute
+from skmip.calibration.routes.noisy_gradient import NoisyGradientRoute
 from skmip.calibration.routes.synthetic import SyntheticRoute
 
 __all__ = ["ROUTES", "register_route", "resolve_route", "auto_route", "build_route", "calibrated_estimator"]
 
-#: Route name -> class. The noisy-gradient route for scikit-learn GLMs registers here too
-#: (docs/design.md, "Calibration routes": the interface it implements).
-ROUTES = {cls.name: cls for cls in (CouplingRoute, MomentsRoute, SyntheticRoute)}
+#: Route name -> class (docs/design.md, "Calibration routes": the interface each implements).
+ROUTES = {cls.name: cls for cls in (CouplingRoute, MomentsRoute, NoisyGradientRoute, SyntheticRoute)}
 
 
 def register_route(cls):
