@@ -36,7 +36,8 @@ def check_noisy_gradient(wrapper, route, owner):
 def _sample_weight(data, owner):
     """D_train's ``sample_weight`` (the only fit parameter the engine takes), or ``None``."""
     params = data.train_fit_params()
-    other = sorted(set(params) - {"sample_weight"})
+    prefix = "" if data.route is None else f"{data.route.last_name}__"  # as the caller spelled them
+    other = sorted(prefix + name for name in set(params) - {"sample_weight"})
     if other:
         raise ValueError(
             f"{owner}: the noisy-gradient route trains the estimator's objective itself and takes "

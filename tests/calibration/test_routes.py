@@ -20,6 +20,7 @@ from skmip.calibration.routes import (
     CalibrationRoute,
     CouplingRoute,
     MomentsRoute,
+    NoisyGradientRoute,
     SyntheticRoute,
     auto_route,
     build_route,
@@ -39,7 +40,7 @@ def cancer():
 
 
 # ----------------------------------------------------------------------------- objects
-@pytest.mark.parametrize("cls", [CouplingRoute, MomentsRoute, SyntheticRoute])
+@pytest.mark.parametrize("cls", [CouplingRoute, MomentsRoute, NoisyGradientRoute, SyntheticRoute])
 def test_a_route_is_a_scikit_learn_parameter_holder(cls):
     route = cls()
     assert ROUTES[route.name] is cls and route.promise
@@ -75,7 +76,7 @@ def test_resolution_clones_and_refuses_unknown_names():
     assert route is not given and route.n_rounds == 30
     assert isinstance(resolve_route("Owner", "moments", LogisticRegression(), "auto"), MomentsRoute)
     with pytest.raises(ValueError, match=r"Owner: method must be one of 'auto', 'coupling', 'moments', "
-                                         r"'synthetic' or a route object .*got 'gaussian'"):
+                                         r"'noisy_gradient', 'synthetic' or a route object .*got 'gaussian'"):
         resolve_route("Owner", "gaussian", LogisticRegression(), "auto")
     with pytest.raises(ValueError, match="method must be one of 'auto', 'coupling'"):
         resolve_route("Owner", SyntheticRoute(), LogisticRegression(), "auto", accepted=("coupling",))
@@ -120,7 +121,8 @@ def test_coupling_on_ten_thousand_columns_and_fifty_rows_is_refused_naming_the_c
     rng = np.random.default_rng(0)
     X = rng.normal(size=(50, 10_000))
     y = (X[:, 0] > 0).astype(int)
-    _refused_fast(MIPNoiseWrapper(LogisticRegression(C=0.1), random_state=0), X, y,
+    # method="auto" takes noisy gradients here (coupling is over its budget): the rule's test.
+    _refused_fast(MIPNoiseWrapper(LogisticRegression(C=0.1), method="coupling", random_state=0), X, y,
                   r"projected at about .* days of one core .* with 10000 columns")
 
 
