@@ -384,7 +384,8 @@ def _draw_training_set(wrapper, route, X, y, fit_params, etas):
     X, y, probe = validate_input(wrapper, X, y, fit_params)
     n = n_rows(X)
     n_train = n_train_of(wrapper.train_size, n)
-    min_rows = 4
+    # The noisy-gradient route measures nothing over subsets: it trains on any D_train.
+    min_rows = 1 if route.name == NOISY_GRADIENT else 4
     if n_train < min_rows:
         raise ValueError(
             f"{_OWNER}: D_train would have {n_train} row(s) (train_size={wrapper.train_size} "
