@@ -122,7 +122,14 @@ class MIPNoiseWrapper(MovedKnobsMixin, RenamedParametersMixin, MIPPromiseMixin, 
         per-coordinate standard deviation of that shape, ``s = 1``). It is computed from the private
         data and is *not* covered by the guarantee: publish ``estimator_`` only.
     method_ : str
-        The route taken: ``"coupling"``, ``"moments"`` or ``"synthetic"``.
+        The route taken: ``"coupling"``, ``"moments"``, ``"noisy_gradient"`` or ``"synthetic"``.
+    method_reason_ : str
+        Why: the rule of ``method="auto"`` in one sentence (from the shape of D and eta, never
+        D_train), or that ``method`` was given.
+    noise_multiplier_, clip_norm_, sample_rate_, n_steps_ : float, float, float, int
+        ``method_ == "noisy_gradient"``: the run's noise multiplier, clipping norm (row units),
+        Poisson rate per row of D_train and number of steps; ``mip_bound_`` is
+        :func:`skmip.bounds.dpsgd_eta` of them.
     synthesizer_ : MIPTabularSynthesizer
         ``method_ == "synthetic"``: the fitted synthesizer whose samples trained
         ``estimator_`` (itself eta-MIP: its tables are the release; ``domains_`` shows the

@@ -70,6 +70,7 @@ def test_coupling_certifies_binary_logistic_and_the_glms_not_multinomial_nor_the
     (LinearSVC(), _shape(n=400), "noisy_gradient", "would state no promise"),
     (LogisticRegression(), _shape(n=500, d=3_000), "noisy_gradient", f"{AUTO_BUDGET_SECONDS:.0f} s budget"),
     (make_pipeline(StandardScaler(), LogisticRegression()), _shape(n=400), "coupling", "<= 300 rows"),
+    (Ridge(), _shape(n=100_000, classes=None), "coupling", "is a regressor"),
     (LogisticRegression(penalty="l1", solver="saga"), _shape(n=2_000), "coupling", "do not apply"),
 ])
 def test_auto_chooses_from_the_shape_of_d_and_says_why(estimator, shape, route, words):

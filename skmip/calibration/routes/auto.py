@@ -15,6 +15,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.base import is_classifier
 
 __all__ = ["DataShape", "AUTO_BUDGET_SECONDS", "COUPLING_MAX_TRAIN", "coupling_certifies", "choose_smooth_route"]
 
@@ -122,9 +123,11 @@ def choose_smooth_route(estimator, shape, coupling):
     -----
     In order: (1) noisy gradients where they do not apply (an estimator configured outside its
     registered objective): coupling; (2) where coupling would state no promise (its distances
-    uncertified for the loss): noisy gradients, which do; (3) where coupling's projected cost
-    exceeds :data:`AUTO_BUDGET_SECONDS`: noisy gradients; (4) where D_train has at most
-    :data:`COUPLING_MAX_TRAIN` rows: coupling, else noisy gradients. Every input is public under
+    uncertified for the loss): noisy gradients, which do; (3) a regressor: coupling (the noisy
+    descent's clipped steps from zero do not reach a target far from unit scale); for a
+    classifier, (4) where coupling's projected cost exceeds :data:`AUTO_BUDGET_SECONDS`: noisy
+    gradients; (5) where D_train has at most :data:`COUPLING_MAX_TRAIN` rows: coupling, else
+    noisy gradients. Every input is public under
     Definition 1 (D, its labels, eta, the estimator), so the choice carries no membership signal.
     """
     from skmip.calibration.routes.noisy_gradient import NoisyGradientRoute
@@ -136,6 +139,9 @@ def choose_smooth_route(estimator, shape, coupling):
     if not coupling_certifies(estimator, shape.n_features, shape.classes):
         return noisy, (f"coupling would state no promise for this {name} (its swap distances are not "
                        "certified for the loss); noisy gradients promise eta")
+    if not is_classifier(estimator):
+        return coupling, (f"{name} is a regressor: coupling keeps the target's own scale, while noisy gradients' "
+                          "clipped steps need a target of unit scale (diabetes, raw target: R^2 0.35 against -4.2)")
     cost = coupling.cost(shape.n_samples, shape.n_features, shape.n_train, estimator).seconds
     if cost > AUTO_BUDGET_SECONDS:
         return noisy, (f"coupling is projected at {cost:.0f} s of one core on D of {shape.n_samples} x "
