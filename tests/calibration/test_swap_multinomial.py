@@ -133,7 +133,7 @@ def test_tiny_three_class_data_is_refused_with_the_reason_not_an_index_error():
         warnings.simplefilter("ignore")
         with pytest.raises(MissingClassError, match=r"MIPNoiseWrapper: .*subsets of 6 of the 12 rows.*"
                                                     r"larger train_size") as info:
-            MIPNoiseWrapper(LogisticRegression(), eta=0.1, random_state=0).fit(X, y)
+            MIPNoiseWrapper(LogisticRegression(), eta=0.1, method="coupling", random_state=0).fit(X, y)
     assert info.value.subset_size == 6 and info.value.n_samples == 12 and info.value.missing
 
 
