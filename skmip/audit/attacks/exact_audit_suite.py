@@ -171,8 +171,10 @@ def make_dataset(generator: str, task: str, n: int, rng) -> tuple[np.ndarray, np
         X[j] = X[0] + 1e-3 * rng.normal(size=d)
         if y is not None and task in ("binary", "multiclass"):
             # Conflicting labels on (near) the same point, keeping the class counts.
-            partner = next(i for i in range(1, n) if i != j and y[i] == y[0])
-            y[j], y[partner] = y[partner], y[j]
+            # (On n = 4 no partner may be left: the near-duplicate then keeps its label.)
+            partner = next((i for i in range(1, n) if i != j and y[i] == y[0]), None)
+            if partner is not None:
+                y[j], y[partner] = y[partner], y[j]
         elif y is not None:
             y[j] = y[0] + float(rng.normal()) * (np.std(y) + 1.0)
     elif generator == "high_leverage":
