@@ -23,7 +23,6 @@ D_train draw and the noise use ``random_state=seed`` (reproducible; a release us
 
 from __future__ import annotations
 
-import argparse
 import time
 import warnings
 
@@ -90,12 +89,10 @@ def run(case, seed):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--cases", nargs="+", default=DEFAULT_CASES)
-    p.add_argument("--seeds", type=int, default=3)
-    args = p.parse_args(argv)
-    H.pin_threads(1)
-    print(H.header())
+    p = H.parser(__doc__, seeds=3)
+    p.add_argument("--cases", nargs="+", default=DEFAULT_CASES, help="data:route:eta entries")
+    # --smoke: one noisy-gradient fit on breast cancer.
+    args = H.parse(p, argv, blas_threads=1, smoke={"seeds": 1, "cases": ["breast_cancer:noisy_gradient:0.2"]})
     rows = []
     for case in args.cases:
         results = [run(case, seed) for seed in range(args.seeds)]

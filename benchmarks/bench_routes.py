@@ -24,7 +24,6 @@ The D_train draw, the noise and the game use ``random_state=0`` (reproducible; a
 
 from __future__ import annotations
 
-import argparse
 import time
 import warnings
 
@@ -82,21 +81,21 @@ def rows_for(name, eta, routes, n_models, seed=0):
         tpr = _audit(audited, X_d, y_d, n_models) if n_models else float("nan")
         bound = "-" if method is None else ("none" if fitted.mip_bound_ is None else f"{fitted.mip_bound_:.4f}")
         rows.append([name, "-" if method is None else f"{eta:g}", label, f"{fitted.score(X_te, y_te):.3f}",
-                     f"{seconds:.1f}", f"{tpr:.3f}", bound])
+                     f"{seconds:.2f}", f"{tpr:.3f}", bound])
         print(" | ".join(rows[-1]), flush=True)
     return rows
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = H.parser(__doc__)
     p.add_argument("--data", nargs="+", default=list(DATA), choices=DATA)
     p.add_argument("--etas", nargs="+", type=float, default=[0.05, 0.1, 0.2])
     p.add_argument("--routes", nargs="+", default=["coupling", "noisy_gradient", "moments", "synthetic"],
                    choices=sorted(ROUTES))
     p.add_argument("--n-models", type=int, default=16, help="models of the audit's game (0: no audit)")
-    args = p.parse_args(argv)
-    H.pin_threads(1)
-    print(H.header())
+    # --smoke: breast cancer at eta 0.2, the noisy-gradient route and auto, a game of 2 models.
+    args = H.parse(p, argv, blas_threads=1, smoke={"data": ["breast_cancer"], "etas": [0.2],
+                                                   "routes": ["noisy_gradient"], "n_models": 2})
     rows = []
     for name in args.data:
         for eta in args.etas:
