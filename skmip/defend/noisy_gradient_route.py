@@ -25,6 +25,14 @@ NOISY_GRADIENT = "noisy_gradient"
 
 def check_noisy_gradient(wrapper, route, owner):
     """Refuse, before any work, what the route cannot take from the wrapper's settings."""
+    why = route.applies(wrapper.estimator, wrapper.params)
+    if why is not None:
+        raise TypeError(
+            f"{owner}: the noisy-gradient route cannot train this {type(wrapper.estimator).__name__}: {why}. "
+            "It trains scikit-learn GLMs with a registered smooth loss (LogisticRegression, Ridge, "
+            "LinearRegression, Poisson/Gamma/TweedieRegressor, LinearSVC), bare or last in a pipeline, "
+            "with params='auto'; use method='auto' to let the wrapper choose a route that applies."
+        )
     if route.secure_mode and wrapper.random_state is not None:
         raise ValueError(
             f"{owner}: NoisyGradientRoute(secure_mode=True) draws its batches and noise from the "

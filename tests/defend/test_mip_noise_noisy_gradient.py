@@ -12,6 +12,7 @@ from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.model_selection import train_test_split
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
+from sklearn.tree import DecisionTreeClassifier
 
 from skmip import MIPNoiseWrapper, MIPNoiseWrapperCV, mip_noise_path
 from skmip.audit.scoring import MIAttackScorer
@@ -105,6 +106,9 @@ def test_bad_settings_are_refused_before_any_work_and_nothing_is_half_fitted(can
     with pytest.raises(ValueError, match=r"MIPNoiseWrapper: NoisyGradientRoute\(secure_mode=True\).*random_state=0"):
         _quiet(w, X_d, y_d)
     assert w.estimator_ is before
+    with pytest.raises(TypeError, match="MIPNoiseWrapper: the noisy-gradient route cannot train this "
+                                        "DecisionTreeClassifier: no smooth loss"):
+        MIPNoiseWrapper(DecisionTreeClassifier(), method="noisy_gradient").fit(X_d, y_d)
     with pytest.raises(ValueError, match="MIPNoiseWrapper: learning_rate must be .*got -1"):
         MIPNoiseWrapper(_pipe(), method=NoisyGradientRoute(learning_rate=-1)).fit(X_d, y_d)
     with pytest.raises(ValueError, match=r"takes only sample_weight.*\['logisticregression__x'\]"):
