@@ -104,6 +104,7 @@ def main(argv=None):
         for i, r in enumerate(rows):
             collected.append(r)
             fh.write(json.dumps(r, default=float) + "\n")
+            fh.flush()  # a run stopped early keeps the cases it finished
             if r.get("violation"):
                 print(f"VIOLATION {r['learner']} {r['generator']} n={r['n']} eta={r['eta']}: advantage "
                       f"{r['advantage']:.4f} ± {r['std_error']:.4f} > printed {r['bound']:.4f} "

@@ -79,11 +79,16 @@ model; it is trained on records drawn from an eta-MIP synthesizer of the table `
 (:class:`~skmip.release.tabular.MIPTabularSynthesizer`, fitted with this eta, train size
 and randomness) and keeps its promise by post-processing (Theorem 3); ``X`` may then be a
 DataFrame with string, categorical and missing values (docs/pipelines.md, "Any estimator:
-training on MIP synthetic data"). ``"auto"``: ``"coupling"`` when a smooth loss is
-registered for the estimator and ``params="auto"``; ``"synthetic"`` when no parameter
-adapter reads the estimator (trees, forests, boosting, k-NN, pipelines ending in one); else
-``"moments"`` with a :class:`~skmip.exceptions.PrivacyWarning` that points to the measured
-utility of Corollary 10 and the better routes (docs/mip_noise.md).
+training on MIP synthetic data"). ``"noisy_gradient"``
+(:class:`~skmip.calibration.routes.NoisyGradientRoute`): the estimator (a registered smooth
+loss, bare or a pipeline's last step) trained on D_train by clipped, Poisson-sampled noisy
+gradients, promised by the PLD accountant (docs/pipelines.md, "Noisy gradients for
+scikit-learn GLMs"). ``"auto"``: where a smooth loss is registered and ``params="auto"``,
+``"coupling"`` or ``"noisy_gradient"`` chosen from the shape of D and eta before D_train is
+drawn (:mod:`skmip.calibration.routes.auto`; ``method_reason_`` says why); ``"synthetic"``
+when no parameter adapter reads the estimator (trees, forests, boosting, k-NN, pipelines
+ending in one); else ``"moments"`` with a :class:`~skmip.exceptions.PrivacyWarning` that
+points to the measured utility of Corollary 10 and the better routes (docs/mip_noise.md).
 """
 
 _TRAIN_SIZE_DOC = """

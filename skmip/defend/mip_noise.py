@@ -23,12 +23,14 @@ from skmip.params import get_adapter
 from skmip.promise import MIPPromiseMixin
 from skmip.defend._delegate import ReleasedModelMixin
 from skmip.defend.preprocessing import preprocessing_route
-from skmip.calibration.routes import check_cost, n_train_of, warn_if_vacuous
+from skmip.calibration.routes import auto_route, check_cost, n_train_of, warn_if_vacuous
+from skmip.calibration.routes.auto import DataShape
 from skmip.defend.synthetic_route import SYNTHETIC, fit_synthetic
+from skmip.defend.noisy_gradient_route import NOISY_GRADIENT, check_noisy_gradient, fit_noisy_gradient_path
 from skmip.defend._parameters import DEPRECATED, MovedKnobsMixin, fill_parameters, validate_shared
 from skmip.defend._input import _validate_arrays, check_classes, validate_input
 from skmip.defend._learned import check_learner_on_data, check_releases
-from skmip.defend._coverage import class_coverage
+from skmip.defend._coverage import ClassCoverage, class_coverage
 from skmip.defend._calibrate import (
     TrainingSet,
     fit_released_base,
@@ -122,7 +124,14 @@ class MIPNoiseWrapper(MovedKnobsMixin, RenamedParametersMixin, MIPPromiseMixin, 
         per-coordinate standard deviation of that shape, ``s = 1``). It is computed from the private
         data and is *not* covered by the guarantee: publish ``estimator_`` only.
     method_ : str
-        The route taken: ``"coupling"``, ``"moments"`` or ``"synthetic"``.
+        The route taken: ``"coupling"``, ``"moments"``, ``"noisy_gradient"`` or ``"synthetic"``.
+    method_reason_ : str
+        Why: the rule of ``method="auto"`` in one sentence (from the shape of D and eta, never
+        D_train), or that ``method`` was given.
+    noise_multiplier_, clip_norm_, sample_rate_, n_steps_ : float, float, float, int
+        ``method_ == "noisy_gradient"``: the run's noise multiplier, clipping norm (row units),
+        Poisson rate per row of D_train and number of steps; ``mip_bound_`` is
+        :func:`skmip.bounds.dpsgd_eta` of them.
     synthesizer_ : MIPTabularSynthesizer
         ``method_ == "synthetic"``: the fitted synthesizer whose samples trained
         ``estimator_`` (itself eta-MIP: its tables are the release; ``domains_`` shows the
@@ -297,6 +306,7 @@ class MIPNoiseWrapper(MovedKnobsMixin, RenamedParametersMixin, MIPPromiseMixin, 
         route = self._validate_hyperparameters()
         if route.name == SYNTHETIC:
             fitted = fit_synthetic(self, route, X, y, fit_params, _OWNER)
+            fitted["method_reason_"] = choose_route(self, route, _OWNER, None)[1]
         else:
             with single_threaded_blas(), _explain_missing_class(self):
                 (fitted,) = _fit_path(self, route, X, y, [self.eta], fit_params)
@@ -344,7 +354,21 @@ def _fit_path(wrapper, route, X, y, etas, fit_params):
         )
     for eta in etas:
         check_eta(_OWNER, eta)
-    data = _draw_training_set(wrapper, route, X, y, fit_params, etas)
+    if route.name == NOISY_GRADIENT:
+        check_noisy_gradient(wrapper, route, _OWNER)
+    data, route, reason = _draw_training_set(wrapper, route, X, y, fit_params, etas)
+    if route.name == NOISY_GRADIENT:
+        results = fit_noisy_gradient_path(wrapper, route, data, etas, _OWNER)
+        check_releases(_OWNER, results, data)  # reads the releases and D only (post-processing)
+    else:
+        results = _noise_path(wrapper, route, data, etas)
+    for attrs in results:
+        attrs["method_reason_"] = reason
+    return results
+
+
+def _noise_path(wrapper, route, data, etas):
+    """The coupling and moments routes: the spread, the noise law, the fit, one noise per eta."""
     estimator = clone(wrapper.estimator if data.route is None else data.route.last)
     estimator = fix_inner_random_state(estimator, data.inner_seed)
     adapter = get_adapter(estimator, wrapper.params)
@@ -367,12 +391,15 @@ def _draw_training_set(wrapper, route, X, y, fit_params, etas):
 
     The draws come in a fixed order from one root generator: the learner's seed, the rows of
     ``D_train``, the calibration's two subset seeds, then one noise stream per eta. Before any
-    draw, a vacuous promise warns and a size the route cannot finish is refused.
+    draw, ``method="auto"`` chooses its route from the shape of D (:func:`choose_route`), a
+    vacuous promise warns and a size the route cannot finish is refused. Returns the training
+    set, the route and the reason it was taken.
     """
     X, y, probe = validate_input(wrapper, X, y, fit_params)
     n = n_rows(X)
     n_train = n_train_of(wrapper.train_size, n)
-    min_rows = 4
+    # The noisy-gradient route measures nothing over subsets: it trains on any D_train.
+    min_rows = 1 if route.name == NOISY_GRADIENT else 4
     if n_train < min_rows:
         raise ValueError(
             f"{_OWNER}: D_train would have {n_train} row(s) (train_size={wrapper.train_size} "
@@ -404,11 +431,15 @@ def _draw_training_set(wrapper, route, X, y, fit_params, etas):
             transformers, Z = pipeline.fit_transform(X, y, pre_params, inner_seed)
         X, y, _ = _validate_arrays(_OWNER, pipeline.last, copy.copy(wrapper), Z, y, fit_params)
     n_features = X.shape[1] if len(getattr(X, "shape", ())) > 1 else 1
+    # "auto" decides here, from the shape of D and eta, before D_train is drawn.
+    shape = DataShape(n, n_features, n_train, _labels(wrapper, y), min(etas))
+    route, reason = choose_route(wrapper, route, _OWNER, shape)
     check_cost(_OWNER, route, n, n_features, n_train, wrapper.estimator if pipeline is None else pipeline.last)
     # Decided from D before D_train is drawn: what subsets lacking a class cost (or a refusal),
     # and a learner that learns nothing from D is refused (a class of zero weight was refused
     # with the input, skmip.utils.validation.check_sample_weight).
-    coverage = class_coverage(_OWNER, wrapper, route, y, n_train, etas)
+    # Noisy gradients train on D's classes whichever rows are drawn: nothing to pay or refuse.
+    coverage = ClassCoverage() if route.name == NOISY_GRADIENT else class_coverage(_OWNER, wrapper, route, y, n_train, etas)
     learner = fix_inner_random_state(clone(wrapper.estimator if pipeline is None else pipeline.last), inner_seed)
     check_learner_on_data(_OWNER, learner, X, y, fit_params)
     train_rows = np.sort(rng.choice(n, size=n_train, replace=False)) if n_train < n else None
@@ -423,7 +454,46 @@ def _draw_training_set(wrapper, route, X, y, fit_params, etas):
         X=X, y=y, probe=probe, fit_params=fit_params, n_train=n_train, given_subset=given_subset,
         route=pipeline, transformers=transformers, inner_seed=inner_seed, train_rows=train_rows,
         sigma_seed=sigma_seed, coupling_seed=coupling_seed, noise_rngs=noise_rngs, coverage=coverage,
-    )
+    ), route, reason
+
+
+def search_route(search, route, owner, X, y, etas):
+    """``(route, reason)`` for a search over ``etas`` (:class:`~skmip.defend.MIPNoiseWrapperCV`):
+    ``"auto"`` decides once, from the D given to the search (the refit's D) at the smallest eta,
+    and every fold and the refit take that route. A pipeline's width is read after its
+    transformers are fitted on that D (a function of D only)."""
+    if not (isinstance(search.method, str) and search.method == "auto"):
+        return choose_route(search, route, owner, None)
+    n = n_rows(X)
+    width = X.shape[1]
+    if preprocessing_route(search.estimator, route.name, search.params) is not None:
+        with input_errors(owner):
+            width = clone(search.estimator[:-1]).fit_transform(X, y).shape[1]
+    shape = DataShape(n, width, n_train_of(search.train_size, n), _labels(search, y), float(min(etas)))
+    return choose_route(search, route, owner, shape)
+
+
+def _labels(wrapper, y):
+    """D's labels for a classifier (what ``"auto"`` may read), else ``None``."""
+    return np.unique(y) if is_classifier(wrapper.estimator) and y is not None else None
+
+
+def choose_route(wrapper, route, owner, shape):
+    """``(route, reason)``: ``route`` as given, or, for ``method="auto"``, the route chosen from
+    the shape of D (:func:`skmip.calibration.routes.auto_route`) before D_train is drawn.
+
+    A route ``"auto"`` keeps is returned as resolved (with the knobs forwarded into it); one it
+    changes to is built with its defaults and validated.
+    """
+    if not (isinstance(wrapper.method, str) and wrapper.method == "auto"):
+        given = repr(wrapper.method) if isinstance(wrapper.method, str) else f"{type(wrapper.method).__name__}(...)"
+        return route, f"method={given} was given"
+    if shape is None:
+        return route, auto_route(wrapper.estimator, wrapper.params)[1]
+    chosen, reason = auto_route(wrapper.estimator, wrapper.params, shape)
+    if chosen.name == route.name:
+        return route, reason
+    return chosen.validate(owner), reason
 
 
 def _classes_in_train(wrapper, data):

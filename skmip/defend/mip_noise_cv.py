@@ -37,7 +37,7 @@ from skmip.defend._input import check_classes, validate_input
 from skmip.calibration.routes import n_train_of, warn_if_vacuous
 from skmip.calibration.routes.base import VACUOUS_MESSAGE
 from skmip.defend._parameters import DEPRECATED, SHARED, MovedKnobsMixin, fill_parameters, validate_shared
-from skmip.defend.mip_noise import MIPNoiseWrapper, mip_noise_path
+from skmip.defend.mip_noise import MIPNoiseWrapper, mip_noise_path, search_route
 
 __all__ = ["MIPNoiseWrapperCV"]
 
@@ -48,7 +48,7 @@ _OWNER = "MIPNoiseWrapperCV"
 #: a route, the moved 0.2 knobs forwarded into it).
 _FORWARDED = tuple(p.name for p in SHARED if p.name not in ("random_state", "method"))
 #: The routes a search takes: it noises a path of parameters.
-_ROUTES = ("coupling", "moments")
+_ROUTES = ("coupling", "moments", "noisy_gradient")
 _SELECTIONS = ("one_se", "best")
 
 
@@ -336,6 +336,7 @@ class MIPNoiseWrapperCV(MovedKnobsMixin, RenamedParametersMixin, MIPPromiseMixin
         X, y, probe = validate_input(self, X, y, fit_params)
         check_classes(self, y)
         n = X.shape[0]
+        route, reason = search_route(self, route, _OWNER, X, y, etas)
         # Said once here for the refit on all rows (each fold's wrapper is silenced).
         warn_if_vacuous(_OWNER, float(etas[-1]), n_train_of(self.train_size, n), n)
         check_cv_folds(_OWNER, self.cv, y, n, is_classifier(self.estimator))
@@ -380,7 +381,7 @@ class MIPNoiseWrapperCV(MovedKnobsMixin, RenamedParametersMixin, MIPPromiseMixin
         fitted = {
             "etas_": etas, "scores_": scores, "cv_results_": results, "eta_": float(etas[best]),
             "best_index_": int(best), "best_score_": float(results["mean_test_score"][best]),
-            "n_folds_": len(folds), "n_features_in_": probe.n_features_in_,
+            "n_folds_": len(folds), "n_features_in_": probe.n_features_in_, "method_reason_": reason,
         }
         if hasattr(probe, "feature_names_in_"):
             fitted["feature_names_in_"] = probe.feature_names_in_
@@ -414,7 +415,7 @@ class MIPNoiseWrapperCV(MovedKnobsMixin, RenamedParametersMixin, MIPPromiseMixin
 
 
 _CV_DOCS = {
-    "method": ('"auto", "coupling", "moments" or CalibrationRoute', """
+    "method": ('"auto", "coupling", "moments", "noisy_gradient" or CalibrationRoute', """
         How eta is turned into noise, as for :class:`MIPNoiseWrapper`: ``"auto"``, a route's
         name or a route object (:mod:`skmip.calibration.routes`), passed resolved to every
         wrapper fitted; the search noises a path of parameters

@@ -31,7 +31,7 @@ from sklearn.linear_model import (
 )
 from sklearn.svm import LinearSVC
 
-from skmip.audit.attacks import exact_audit, exact_audit_suite, exact_posterior, exact_refit
+from skmip.audit.attacks import exact_audit, exact_audit_suite, exact_noisy_gradient, exact_posterior, exact_refit
 from skmip.audit.attacks.bayes import exact_mip_advantage
 from skmip.audit.attacks.exact_audit import (
     enumerate_subsets,
@@ -131,13 +131,13 @@ def _imports(module):
     return names
 
 
-@pytest.mark.parametrize("module", [exact_audit, exact_audit_suite, exact_posterior, exact_refit])
+@pytest.mark.parametrize("module", [exact_audit, exact_audit_suite, exact_noisy_gradient, exact_posterior, exact_refit])
 def test_the_auditor_never_imports_the_engines_it_checks(module):
     for name in _imports(module):
         assert "sensitivity" not in name and "bounds" not in name, name
 
 
-@pytest.mark.parametrize("module", [exact_audit, exact_audit_suite, exact_posterior, exact_refit])
+@pytest.mark.parametrize("module", [exact_audit, exact_audit_suite, exact_noisy_gradient, exact_posterior, exact_refit])
 def test_the_auditor_reads_defences_through_public_names_only(module):
     # No defence or release module is imported (the public top-level names are), and no private
     # module of skmip: the noise is observed through the public noise law, the Gaussian
@@ -259,6 +259,9 @@ CI_CASES = [
     AuditCase("MIPMarginalSynthesizer", "rare_category", 11, 0.05, 0.5, (), 23),
     AuditCase("MIPNoiseWrapper(DecisionTreeClassifier), synthetic", "rare_category", 12, 0.1, 0.5, (), 24),
     AuditCase("MIPNoiseWrapper(DecisionTreeClassifier), synthetic", "outlier_duplicate", 10, 0.2, 0.5, (), 25),
+    # The noisy-gradient route: its release law integrated exactly (no Monte Carlo).
+    AuditCase("MIPNoiseWrapper(LogisticRegression), noisy_gradient", "outlier_wrong_label", 5, 0.1, 0.5,
+              (("C", 1.0), ("batch_size", 1), ("n_epochs", 2), ("clip_norm", None), ("learning_rate", 1.0)), 26),
 ]
 @pytest.mark.parametrize("case", CI_CASES, ids=[f"{c.learner}-{c.generator}" for c in CI_CASES])
 def test_ci_subset_keeps_every_printed_bound(case):

@@ -20,6 +20,7 @@ from skmip.calibration.routes import (
     CalibrationRoute,
     CouplingRoute,
     MomentsRoute,
+    NoisyGradientRoute,
     SyntheticRoute,
     auto_route,
     build_route,
@@ -39,7 +40,7 @@ def cancer():
 
 
 # ----------------------------------------------------------------------------- objects
-@pytest.mark.parametrize("cls", [CouplingRoute, MomentsRoute, SyntheticRoute])
+@pytest.mark.parametrize("cls", [CouplingRoute, MomentsRoute, NoisyGradientRoute, SyntheticRoute])
 def test_a_route_is_a_scikit_learn_parameter_holder(cls):
     route = cls()
     assert ROUTES[route.name] is cls and route.promise
@@ -75,7 +76,7 @@ def test_resolution_clones_and_refuses_unknown_names():
     assert route is not given and route.n_rounds == 30
     assert isinstance(resolve_route("Owner", "moments", LogisticRegression(), "auto"), MomentsRoute)
     with pytest.raises(ValueError, match=r"Owner: method must be one of 'auto', 'coupling', 'moments', "
-                                         r"'synthetic' or a route object .*got 'gaussian'"):
+                                         r"'noisy_gradient', 'synthetic' or a route object .*got 'gaussian'"):
         resolve_route("Owner", "gaussian", LogisticRegression(), "auto")
     with pytest.raises(ValueError, match="method must be one of 'auto', 'coupling'"):
         resolve_route("Owner", SyntheticRoute(), LogisticRegression(), "auto", accepted=("coupling",))
@@ -120,13 +121,15 @@ def test_coupling_on_ten_thousand_columns_and_fifty_rows_is_refused_naming_the_c
     rng = np.random.default_rng(0)
     X = rng.normal(size=(50, 10_000))
     y = (X[:, 0] > 0).astype(int)
-    _refused_fast(MIPNoiseWrapper(LogisticRegression(C=0.1), random_state=0), X, y,
+    # method="auto" takes noisy gradients here (coupling is over its budget): the rule's test.
+    _refused_fast(MIPNoiseWrapper(LogisticRegression(C=0.1), method="coupling", random_state=0), X, y,
                   r"projected at about .* days of one core .* with 10000 columns")
 
 
 def test_a_train_size_whose_rounds_refit_hundreds_of_times_is_refused(cancer):
     X, y = cancer
-    w = MIPNoiseWrapper(LogisticRegression(C=0.1), eta=0.004, train_size=0.995, random_state=0)
+    # method="auto" takes noisy gradients here (coupling cannot run): the rule's budget.
+    w = MIPNoiseWrapper(LogisticRegression(C=0.1), eta=0.004, train_size=0.995, method="coupling", random_state=0)
     _refused_fast(w, X[:200], y[:200], r"cannot run: train_size \(k = 199 of n = 200: every round .* = 200 times")
     assert MAX_FITS_PER_ROUND == 64
 

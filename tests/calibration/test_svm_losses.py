@@ -83,12 +83,14 @@ def test_settings_outside_the_model_are_refused(iris, model, match):
         estimate_swap_deltas(model, X, y, scale=np.ones(15), n_rounds=1, engine="newton", random_state=0)
 
 
-def test_wrapper_auto_calibrates_it_by_coupling(iris):
+def test_the_coupling_route_calibrates_it_and_auto_takes_the_route_that_promises(iris):
     X, y = iris
     assert get_smooth_loss(LinearSVC()) is not None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the fixed seed's PrivacyWarning
-        w = MIPNoiseWrapper(LinearSVC(C=0.1), eta=0.3, n_rounds=60, random_state=0).fit(X, y)
+        w = MIPNoiseWrapper(LinearSVC(C=0.1), eta=0.3, method="coupling", n_rounds=60, random_state=0).fit(X, y)
+        auto = MIPNoiseWrapper(LinearSVC(C=0.1), eta=0.3, random_state=0).fit(X, y)
+    assert auto.method_ == "noisy_gradient" and auto.mip_bound_ <= 0.3
     assert (w.method_, w.sensitivity_engine_) == ("coupling", "newton")
     assert w.estimator_.coef_.shape == (3, 4)
     # The squared hinge declares no self-concordance constant: its distances are estimates,
@@ -102,4 +104,4 @@ def test_uncertified_distances_warn_that_no_eta_is_promised(iris):
 
     X, y = iris
     with pytest.warns(PrivacyWarning, match="estimates, not proven upper bounds"):
-        MIPNoiseWrapper(LinearSVC(C=0.1), eta=0.3, n_rounds=30, random_state=0).fit(X, y)
+        MIPNoiseWrapper(LinearSVC(C=0.1), eta=0.3, method="coupling", n_rounds=30, random_state=0).fit(X, y)

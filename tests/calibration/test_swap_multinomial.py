@@ -134,7 +134,7 @@ def test_tiny_three_class_data_is_refused_with_the_reason_not_an_index_error():
         warnings.simplefilter("ignore")
         with pytest.raises(ValueError, match=r"MIPNoiseWrapper: a random subset of 6 of the 12 rows .*"
                                              r"class counts 0: 4, 1: 4, 2: 4.*raise train_size"):
-            MIPNoiseWrapper(LogisticRegression(), eta=0.1, random_state=0).fit(X, y)
+            MIPNoiseWrapper(LogisticRegression(), eta=0.1, method="coupling", random_state=0).fit(X, y)
 
 
 def test_estimate_swap_deltas_checks_every_fit_set_before_fitting():
@@ -147,9 +147,10 @@ def test_estimate_swap_deltas_checks_every_fit_set_before_fitting():
 
 
 def test_small_three_class_data_whose_subsets_keep_every_class_calibrates():
-    """45 rows, 15 per class: the same default wrapper (designed shape, newton engine, the
+    """45 rows, 15 per class: the coupling route (designed shape, newton engine, the
     multinomial K-margin path) runs; its distances are estimates (the softmax loss declares no
-    self-concordance constant), so it promises nothing rather than an unproven eta."""
+    self-concordance constant), so it promises nothing rather than an unproven eta ("auto" takes
+    noisy gradients here, which promise eta)."""
     import warnings
 
     from skmip import MIPNoiseWrapper
@@ -157,7 +158,7 @@ def test_small_three_class_data_whose_subsets_keep_every_class_calibrates():
     X, y = _three_classes(45)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        w = MIPNoiseWrapper(LogisticRegression(), eta=0.1, random_state=0).fit(X, y)
+        w = MIPNoiseWrapper(LogisticRegression(), eta=0.1, method="coupling", random_state=0).fit(X, y)
     assert w.method_ == "coupling" and w.sensitivity_engine_ == "newton"
     assert not w.coupling_certified_ and w.mip_bound_ is None and w.coupling_eta_upper_ is None
     assert w.coupling_eta_point_ <= 0.1 and w.target_eta_ == 0.1

@@ -182,7 +182,7 @@ def test_the_route_validates_its_knobs_naming_the_wrapper(small):
     with pytest.raises(ValueError, match=r"MIPNoiseWrapperCV: radius must be one of"):
         MIPNoiseWrapperCV(LogisticRegression(), method=MomentsRoute(radius="cauchy")).fit(X, y)
     with pytest.raises(ValueError, match=r"MIPNoiseWrapperCV: method must be one of 'auto', 'coupling', "
-                                         r"'moments' or a route object"):
+                                         r"'moments', 'noisy_gradient' or a route object"):
         MIPNoiseWrapperCV(LogisticRegression(), method="synthetic").fit(X, y)
 
 

@@ -4,9 +4,10 @@ Every case is a tiny dataset :math:`D` (n = 9-12 rows) built to be hard for the 
 -- far outliers with the wrong label (alone or duplicated), near-duplicates with conflicting
 labels, high-leverage rows, separable classes, rare categories (a one-hot column with a single
 1), plain Gaussian rows -- a release route that prints an eta (``MIPNoiseWrapper`` with every
-learner ``method="auto"`` calibrates by coupling, bare or as the last step of a pipeline whose
-transformers are fitted on D, ``MIPNoiseWrapperCV``, both synthesizers, and the wrapper's
-synthetic route for a decision tree)
+learner calibrated by coupling (``method="coupling"``), bare or as the last step of a pipeline
+whose transformers are fitted on D, ``MIPNoiseWrapperCV``, both synthesizers, the wrapper's
+synthetic route for a decision tree, and its noisy-gradient route on one feature, n = 4-6, whose
+release law is integrated exactly: :mod:`skmip.audit.attacks.exact_noisy_gradient`)
 with its defaults or with scikit-learn's default ``C``/``alpha`` and a few others, and an eta.
 :func:`run_case` fits the route, audits the release exactly
 (:mod:`skmip.audit.attacks.exact_audit`) and says whether some record's exact advantage exceeds the
@@ -170,8 +171,10 @@ def make_dataset(generator: str, task: str, n: int, rng) -> tuple[np.ndarray, np
         X[j] = X[0] + 1e-3 * rng.normal(size=d)
         if y is not None and task in ("binary", "multiclass"):
             # Conflicting labels on (near) the same point, keeping the class counts.
-            partner = next(i for i in range(1, n) if i != j and y[i] == y[0])
-            y[j], y[partner] = y[partner], y[j]
+            # (On n = 4 no partner may be left: the near-duplicate then keeps its label.)
+            partner = next((i for i in range(1, n) if i != j and y[i] == y[0]), None)
+            if partner is not None:
+                y[j], y[partner] = y[partner], y[j]
         elif y is not None:
             y[j] = y[0] + float(rng.normal()) * (np.std(y) + 1.0)
     elif generator == "high_leverage":
@@ -285,7 +288,16 @@ LEARNERS = {
     "MIPMarginalSynthesizer": ("categorical", "marginal_synth", None, {}, (0.5, 0.75), 2),
     "MIPNoiseWrapper(DecisionTreeClassifier), synthetic": ("labelled categorical", "synthetic_route",
                                                            "DecisionTreeClassifier", {}, (0.5, 0.75), 2),
+    # The noisy-gradient route on one feature, no intercept, n = 4-6: its release law is enumerated
+    # and integrated exactly (skmip.audit.attacks.exact_noisy_gradient), no Monte Carlo.
+    "MIPNoiseWrapper(LogisticRegression), noisy_gradient": (
+        "binary", "noisy_gradient", "LogisticRegression",
+        {"C": [1.0, 10.0], "batch_size": [1, 2], "n_epochs": [1, 2], "clip_norm": [None, 1.0, 4.0],
+         "learning_rate": [0.5, 1.0]}, (0.5,), 2),
 }
+
+#: Rows of D in the noisy-gradient cases: every k-subset's law is integrated on a grid.
+_NOISY_GRADIENT_SIZES = (4, 5, 6)
 
 _ETAS = (0.1, 0.05, 0.2)
 _SIZES = (12, 11, 10, 9)
@@ -307,8 +319,9 @@ class AuditCase:
         """``(X, y)`` of the case (``y`` is None for the synthesizers)."""
         if self.generator == "issue19":
             return issue19_dataset()
-        task = LEARNERS[self.learner][0]
-        return make_dataset(self.generator, task, self.n, np.random.default_rng(self.seed))
+        task, kind = LEARNERS[self.learner][:2]
+        X, y = make_dataset(self.generator, task, self.n, np.random.default_rng(self.seed))
+        return (X[:, :1], y) if kind == "noisy_gradient" else (X, y)
 
 
 def make_cases(n_datasets: int, seed: int = 0, learners=None) -> list[AuditCase]:
@@ -341,11 +354,11 @@ def make_cases(n_datasets: int, seed: int = 0, learners=None) -> list[AuditCase]
         gen = GENERATORS[counters[name] % len(GENERATORS)]
         counters[name] += 1
         params = tuple((key, values[int(rng.integers(len(values)))]) for key, values in grid.items())
-        n = int(rng.choice(_SIZES))
+        n = int(rng.choice(_NOISY_GRADIENT_SIZES if kind == "noisy_gradient" else _SIZES))
         train_size = float(rng.choice(sizes))
         if task == "multiclass" and n < 11:
             n = 12  # keep every class in every training set of 75% of the rows
-        if task in ("binary", "categorical_binary") and train_size == 0.5 and n < 11:
+        if task in ("binary", "categorical_binary") and train_size == 0.5 and n < 11 and kind != "noisy_gradient":
             # Below 11 rows almost every calibration (800 fits on halves) meets a half with one
             # class and the wrapper refuses the data; 11 and 12 rows pass often enough.
             n = 12
@@ -380,17 +393,19 @@ def run_case(case: AuditCase, *, n_mc: int = 20_000, z: float = 3.0, max_seconds
     params = dict(case.params)
     seeds = range(case.seed % 10_000, case.seed % 10_000 + (20 if task in ("binary", "categorical_binary") else 10))
     row = {**asdict(case), "params": repr(params)}
+    if kind == "noisy_gradient":
+        return _run_noisy_gradient(case, X, y, params, row, t0)
     try:
         if kind == "wrapper":
             res = audit_mip_noise_wrapper(
-                lambda s: MIPNoiseWrapper(_sk(est_name, **params), eta=case.eta, train_size=case.train_size,
-                                          random_state=s),
+                lambda s: MIPNoiseWrapper(_sk(est_name, **params), eta=case.eta, method="coupling",
+                                          train_size=case.train_size, random_state=s),
                 X, y, seeds=seeds, n_mc=n_mc, random_state=case.seed, max_seconds=max_seconds)
         elif kind == "cv":
             etas = tuple(sorted({case.eta, 0.05, 0.2}))
             res = audit_mip_noise_wrapper(
                 lambda s: MIPNoiseWrapperCV(_sk(est_name, **params), etas=etas, cv=3, selection="best",
-                                            train_size=case.train_size, random_state=s),
+                                            method="coupling", train_size=case.train_size, random_state=s),
                 X, y, seeds=seeds, n_mc=n_mc, random_state=case.seed, max_seconds=max_seconds)
         elif kind == "gaussian_synth":
             res = audit_gaussian_synthesizer(
@@ -425,5 +440,31 @@ def run_case(case: AuditCase, *, n_mc: int = 20_000, z: float = 3.0, max_seconds
         z=float(zs.max()), violation=bool(zs.max() > z), violating_targets=res.violations(z=z).tolist(),
         retries=res.details["retries"], atom_mass=res.atom_mass, release_gap=res.details.get("release_gap"),
         seconds=time.perf_counter() - t0,
+    )
+    return row
+
+
+def _run_noisy_gradient(case, X, y, params, row, t0):
+    """The noisy-gradient case: the route's release law integrated exactly for every k-subset."""
+    from sklearn.linear_model import LogisticRegression
+
+    from skmip import MIPNoiseWrapper
+    from skmip.audit.attacks.exact_noisy_gradient import audit_noisy_gradient_route
+    from skmip.calibration.routes import NoisyGradientRoute
+
+    C = params.pop("C")
+    # average -> one iterate: the release is the last one, whose law is a Markov chain's marginal.
+    route = NoisyGradientRoute(average=1e-9, **params)
+    wrapper = MIPNoiseWrapper(LogisticRegression(C=C, fit_intercept=False), eta=case.eta, method=route,
+                              train_size=case.train_size, random_state=case.seed % 10_000)
+    res = audit_noisy_gradient_route(wrapper, X, y)
+    bound = res["bound"]
+    ratio = max(res["advantage"] / bound, res["worst_pair_tv"] / (2 * bound))
+    row.update(
+        k=res["k"], bound=bound, printed=bound, target=res["target"], advantage=res["advantage"], std_error=0.0,
+        ratio=ratio, ratio_se=0.0, z=float("nan"), violation=res["violation"],
+        violating_targets=[res["target"]] if res["violation"] else [], worst_pair_tv=res["worst_pair_tv"],
+        mass_error=res["mass_error"], n_steps=res["n_steps"], sigma=res["sigma"], release_gap=None, retries=0,
+        atom_mass=0.0, seconds=time.perf_counter() - t0,
     )
     return row

@@ -17,13 +17,13 @@ from skmip.exceptions import PrivacyWarning
 from skmip.calibration.routes.base import CalibrationRoute
 from skmip.calibration.routes.coupling import CouplingRoute
 from skmip.calibration.routes.moments import MomentsRoute
+from skmip.calibration.routes.noisy_gradient import NoisyGradientRoute
 from skmip.calibration.routes.synthetic import SyntheticRoute
 
 __all__ = ["ROUTES", "register_route", "resolve_route", "auto_route", "build_route", "calibrated_estimator"]
 
-#: Route name -> class. The noisy-gradient route for scikit-learn GLMs registers here too
-#: (docs/design.md, "Calibration routes": the interface it implements).
-ROUTES = {cls.name: cls for cls in (CouplingRoute, MomentsRoute, SyntheticRoute)}
+#: Route name -> class (docs/design.md, "Calibration routes": the interface each implements).
+ROUTES = {cls.name: cls for cls in (CouplingRoute, MomentsRoute, NoisyGradientRoute, SyntheticRoute)}
 
 
 def register_route(cls):
@@ -54,25 +54,45 @@ def calibrated_estimator(estimator, params):
     return last
 
 
-def auto_route(estimator, params):
-    """``(route, reason)``: the route ``method="auto"`` takes for ``estimator``, from the
-    estimator and ``params`` alone (never from the data), and why.
+def auto_route(estimator, params, shape=None):
+    """``(route, reason)``: the route ``method="auto"`` takes for ``estimator``, and why.
 
-    The coupling calibration where skmip computes swap distances without refits (a registered
-    smooth loss and ``params="auto"``, bare or as the last step of a pipeline whose
-    transformers are fitted on D); training on MIP synthetic data where no parameter adapter
-    reads the estimator (trees, forests, boosting, k-NN); the moments calibration otherwise.
+    Where no parameter adapter reads the estimator (trees, forests, boosting, k-NN): training
+    on MIP synthetic data. Where a smooth loss is registered (bare, or as the last step of a
+    pipeline whose transformers are fitted on D) with ``params="auto"``: coupling before the data
+    is read (``shape=None``), and, given the shape of D, coupling or noisy gradients by
+    :func:`skmip.calibration.routes.auto.choose_smooth_route` (facts about D and eta only, never
+    D_train). The moments calibration otherwise.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        What the defence wraps.
+    params : "auto", list of str or ParamAdapter
+        The defence's ``params``.
+    shape : DataShape or None, default=None
+        The shape of D and the target eta (:class:`skmip.calibration.routes.auto.DataShape`).
+
+    Returns
+    -------
+    route : CalibrationRoute
+    reason : str
     """
+    from skmip.calibration.routes.auto import choose_smooth_route
     from skmip.calibration.swap import get_smooth_loss
 
     name = type(estimator).__name__
-    if calibrated_estimator(estimator, params) is not None:
-        return CouplingRoute(), f"the pipeline's last step has a registered smooth loss"
+    last = calibrated_estimator(estimator, params)
     auto = isinstance(params, str) and params == "auto"
+    if last is None and auto and get_smooth_loss(estimator) is not None:
+        last = estimator
+    if last is not None:
+        why = "the pipeline's last step has" if last is not estimator else f"{name} has"
+        if shape is None:
+            return CouplingRoute(), f"{why} a registered smooth loss"
+        return choose_smooth_route(last, shape, CouplingRoute())
     if auto and CouplingRoute().applies(estimator, params) is not None:
         return SyntheticRoute(), f"no parameter adapter reads {name}"
-    if auto and get_smooth_loss(estimator) is not None:
-        return CouplingRoute(), f"{name} has a registered smooth loss"
     return MomentsRoute(), (f"{name} has no registered smooth loss" if auto
                             else "params names the parameters, which the coupling engines do not read")
 
