@@ -266,6 +266,24 @@ def _refuse_io(option, value, est):
         raise PlanError(str(exc)) from None
 
 
+def load_trusted_file(option: str, path: str, error=PlanError):
+    """The object pickled in ``path`` for ``option``, said where it happens and loaded with its
+    globals checked (:func:`skmip.utils.trust.load_pickle`); every failure is ``error`` naming
+    the option, the file and the fix."""
+    if not os.path.exists(path):
+        raise error(f"{option}: no such file: {path}")
+    print(TRUST_WARNING.format(path=path), file=sys.stderr)
+    try:
+        return load_pickle(path)
+    except UntrustedError as exc:
+        raise error(f"{option} {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - any unpickling failure is the user's file
+        raise error(
+            f"{option} {path}: cannot unpickle it ({type(exc).__name__}: {exc}). Save it with "
+            "pickle.dump or joblib.dump in an environment with the same packages."
+        ) from None
+
+
 def estimator_from_file(path: str) -> EstimatorSpec:
     """A pickled (``pickle`` or ``joblib.dump``) unfitted classifier or Pipeline.
 
@@ -284,18 +302,7 @@ def estimator_from_file(path: str) -> EstimatorSpec:
     """
     from sklearn.base import clone
 
-    if not os.path.exists(path):
-        raise PlanError(f"--estimator-file: no such file: {path}")
-    print(TRUST_WARNING.format(path=path), file=sys.stderr)
-    try:
-        est = load_pickle(path)
-    except UntrustedError as exc:
-        raise PlanError(f"--estimator-file {exc}") from None
-    except Exception as exc:  # noqa: BLE001 - any unpickling failure is the user's file
-        raise PlanError(
-            f"--estimator-file {path}: cannot unpickle it ({type(exc).__name__}: {exc}). Save the "
-            "estimator with pickle.dump or joblib.dump in an environment with the same packages."
-        ) from None
+    est = load_trusted_file("--estimator-file", path)
     _check_classifier("--estimator-file", path, est)
     _refuse_io("--estimator-file", path, est)
     try:

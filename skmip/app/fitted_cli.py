@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
 import numpy as np
 
-from skmip.utils.trust import TRUST_WARNING, UntrustedError, load_pickle, refuse_io_parameters
+from skmip.utils.trust import UntrustedError, refuse_io_parameters
 
 __all__ = ["FittedPlanError", "add_fitted_options", "audit_fitted_model", "read_members", "split_rows"]
 
@@ -105,18 +104,9 @@ def split_rows(member: np.ndarray, seed: int):
 
 
 def _load_model(path):
-    if not os.path.exists(path):
-        raise FittedPlanError(f"--fitted-model: no such file: {path}")
-    print(TRUST_WARNING.format(path=path), file=sys.stderr)
-    try:
-        model = load_pickle(path)
-    except UntrustedError as exc:
-        raise FittedPlanError(f"--fitted-model {exc}") from None
-    except Exception as exc:  # noqa: BLE001 - any unpickling failure is the user's file
-        raise FittedPlanError(
-            f"--fitted-model {path}: cannot unpickle it ({type(exc).__name__}: {exc}). Save the model "
-            "with pickle.dump or joblib.dump in an environment with the same packages."
-        ) from None
+    from skmip.app.audit_plan import load_trusted_file
+
+    model = load_trusted_file("--fitted-model", path, FittedPlanError)
     try:
         refuse_io_parameters(model, f"--fitted-model {path}")
     except UntrustedError as exc:
