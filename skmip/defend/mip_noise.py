@@ -26,7 +26,9 @@ from skmip.defend.preprocessing import preprocessing_route
 from skmip.calibration.routes import auto_route, check_cost, n_train_of, warn_if_vacuous
 from skmip.calibration.routes.auto import DataShape
 from skmip.defend.synthetic_route import SYNTHETIC, fit_synthetic
-from skmip.defend.noisy_gradient_route import NOISY_GRADIENT, check_noisy_gradient, fit_noisy_gradient_path
+from skmip.defend.noisy_gradient_route import (
+    NOISY_GRADIENT, check_fit_params, check_noisy_gradient, fit_noisy_gradient_path,
+)
 from skmip.defend._parameters import DEPRECATED, MovedKnobsMixin, fill_parameters, validate_shared
 from skmip.defend._input import _validate_arrays, check_classes, validate_input
 from skmip.defend._learned import check_learner_on_data, check_releases
@@ -440,6 +442,8 @@ def _draw_training_set(wrapper, route, X, y, fit_params, etas):
     # with the input, skmip.utils.validation.check_sample_weight).
     # Noisy gradients train on D's classes whichever rows are drawn: nothing to pay or refuse.
     coverage = ClassCoverage() if route.name == NOISY_GRADIENT else class_coverage(_OWNER, wrapper, route, y, n_train, etas)
+    if route.name == NOISY_GRADIENT:
+        check_fit_params(fit_params, pipeline, _OWNER)
     learner = fix_inner_random_state(clone(wrapper.estimator if pipeline is None else pipeline.last), inner_seed)
     check_learner_on_data(_OWNER, learner, X, y, fit_params)
     train_rows = np.sort(rng.choice(n, size=n_train, replace=False)) if n_train < n else None

@@ -41,17 +41,23 @@ def check_noisy_gradient(wrapper, route, owner):
         )
 
 
-def _sample_weight(data, owner):
-    """D_train's ``sample_weight`` (the only fit parameter the engine takes), or ``None``."""
-    params = data.train_fit_params()
-    prefix = "" if data.route is None else f"{data.route.last_name}__"  # as the caller spelled them
-    other = sorted(prefix + name for name in set(params) - {"sample_weight"})
+def check_fit_params(fit_params, pipeline, owner):
+    """Refuse, before any fit, a fit parameter other than ``sample_weight`` (the only one the
+    engine takes); ``pipeline`` names the last step's prefix as the caller spelled it."""
+    prefix = "" if pipeline is None else f"{pipeline.last_name}__"
+    other = sorted(prefix + name for name in set(fit_params or {}) - {"sample_weight"})
     if other:
         raise ValueError(
             f"{owner}: the noisy-gradient route trains the estimator's objective itself and takes "
             f"only sample_weight as a fit parameter; got {other}. Fit without them, or choose "
             "another route."
         )
+
+
+def _sample_weight(data, owner):
+    """D_train's ``sample_weight`` (the only fit parameter the engine takes), or ``None``."""
+    params = data.train_fit_params()
+    check_fit_params(params, data.route, owner)
     return params.get("sample_weight")
 
 

@@ -9,7 +9,7 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 
 from skmip import MIPNoiseWrapper
-from skmip.calibration.routes import MomentsRoute
+from skmip.calibration.routes import CouplingRoute, MomentsRoute
 from skmip.defend._coverage import ClassCoverage, class_coverage, miss_probability
 
 
@@ -31,7 +31,7 @@ def test_a_class_of_one_row_is_refused_the_same_way_for_every_draw():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the fixed seed's PrivacyWarning
             with pytest.raises(ValueError) as info:
-                MIPNoiseWrapper(LogisticRegression(C=0.1), eta=0.3, n_rounds=50, random_state=seed).fit(X, y)
+                MIPNoiseWrapper(LogisticRegression(C=0.1), eta=0.3, method=CouplingRoute(n_rounds=50), random_state=seed).fit(X, y)
         seen.add((type(info.value), str(info.value)))
     assert len(seen) == 1
     (kind, text), = seen
@@ -47,7 +47,7 @@ def test_the_refusal_is_the_same_with_fresh_entropy():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             with pytest.raises(ValueError) as info:
-                MIPNoiseWrapper(LogisticRegression(C=0.1), eta=0.3, random_state=random_state).fit(X, y)
+                MIPNoiseWrapper(LogisticRegression(C=0.1), eta=0.3, method="coupling", random_state=random_state).fit(X, y)
         texts.add(str(info.value))
     assert len(texts) == 1
 
