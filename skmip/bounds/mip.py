@@ -8,6 +8,8 @@ Izzo, Z., Yoon, J., Arik, S. O., Zou, J. "Provable Membership Inference Privacy"
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 
 from skmip.utils.validation import ETA_WHY
@@ -389,9 +391,13 @@ def mip_promise(eta, n_train, n_samples):
     'accuracy <= max(k/n, 1-k/n) + eta = 0.556 + 0.1 = 0.656 (k = 4 of n = 9)'
     """
     eta = float(_check_eta(eta))
-    prior = mip_prior(n_train, n_samples)
-    total = round_up(prior + eta, abs_err=relative_error(2), upper=1.0)
-    # Printed rounded up (format_up): a bound read off the text is never below the theorem's.
+    mip_prior(n_train, n_samples)  # validates k and n
+    k, n = int(n_train), int(n_samples)
+    # The bound in exact arithmetic (k/n rational; eta read as the decimal it was typed as, its
+    # repr, the convention of format_up), printed rounded up: a bound read off the text is
+    # never below the theorem's, and 0.5 + 0.3 prints 0.8, not a float sum's 0.801.
+    prior = Fraction(max(k, n - k), n)
+    total = min(prior + Fraction(repr(eta)), Fraction(1))
     return (
         f"accuracy <= max(k/n, 1-k/n) + eta = {format_up(prior)} + {eta:g} = {format_up(total)} "
         f"(k = {int(n_train)} of n = {int(n_samples)})"

@@ -143,8 +143,8 @@ def format_up(value: float, digits: int = 3) -> str:
 
     Parameters
     ----------
-    value : float
-        A bound to print.
+    value : float or fractions.Fraction
+        A bound to print (a ``Fraction`` is printed from its exact value).
     digits : int, default=3
         Significant digits (as the ``g`` format).
 
@@ -169,13 +169,24 @@ def format_up(value: float, digits: int = 3) -> str:
     ('0.672', '0.671')
     >>> format_up(0.6)
     '0.6'
+    >>> from fractions import Fraction
+    >>> format_up(Fraction(1, 2) + Fraction(0.3)), format_up(Fraction(4, 9))
+    ('0.8', '0.445')
     """
-    from decimal import ROUND_CEILING, Decimal
+    from decimal import ROUND_CEILING, Decimal, localcontext
+    from fractions import Fraction
 
-    x = float(value)
-    if not math.isfinite(x) or x == 0.0:
-        return f"{x:g}"
-    exact = Decimal(repr(x))
+    if isinstance(value, Fraction):  # an exact value: its decimal expansion, rounded up
+        if value == 0:
+            return "0"
+        with localcontext() as ctx:
+            ctx.prec, ctx.rounding = 60, ROUND_CEILING
+            exact = Decimal(value.numerator) / Decimal(value.denominator)
+    else:
+        x = float(value)
+        if not math.isfinite(x) or x == 0.0:
+            return f"{x:g}"
+        exact = Decimal(repr(x))
     step = Decimal(1).scaleb(exact.adjusted() - int(digits) + 1)
     up = exact.quantize(step, rounding=ROUND_CEILING)
     return f"{float(up):.{int(digits)}g}"

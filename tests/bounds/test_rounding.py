@@ -149,3 +149,18 @@ def test_the_noise_constant_is_at_least_corollary_10s(eta, moment):
     exact = (mpmath.mpf("6.16") / mpmath.mpf(eta)) ** (1 + 2 / mpmath.mpf(moment))
     assert mip_noise_constant(eta, moment=moment) >= exact
     assert mip_noise_constant(eta, moment=moment) == pytest.approx(float(exact), rel=1e-13)
+
+
+def test_the_printed_promise_is_the_exact_bound_rounded_up():
+    """k/n in exact rationals and eta as typed: 0.5 + 0.3 prints 0.8 (a float sum rounded up by
+    an ulp printed 0.801), 4/9 + 0.1 = 0.5444... prints 0.545 + its sum 0.656 up."""
+    from fractions import Fraction
+
+    from skmip.bounds import mip_promise
+    from skmip.bounds.rounding import format_up
+
+    assert mip_promise(0.3, 105, 210).endswith("= 0.5 + 0.3 = 0.8 (k = 105 of n = 210)")
+    assert mip_promise(0.1, 50, 100).endswith("= 0.5 + 0.1 = 0.6 (k = 50 of n = 100)")
+    text = mip_promise(0.1, 4, 9)
+    assert "= 0.556 + 0.1 = 0.656 " in text
+    assert Fraction(format_up(Fraction(5, 9) + Fraction(1, 10))) >= Fraction(5, 9) + Fraction(1, 10)
