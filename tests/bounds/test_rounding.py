@@ -153,7 +153,8 @@ def test_the_noise_constant_is_at_least_corollary_10s(eta, moment):
 
 def test_the_printed_promise_is_the_exact_bound_rounded_up():
     """k/n in exact rationals and eta as typed: 0.5 + 0.3 prints 0.8 (a float sum rounded up by
-    an ulp printed 0.801), 4/9 + 0.1 = 0.5444... prints 0.545 + its sum 0.656 up."""
+    an ulp printed 0.801); k = 4 of n = 9: max(k/n, 1-k/n) = 5/9 prints 0.556 and the sum
+    0.6555... prints 0.656, both rounded up."""
     from fractions import Fraction
 
     from skmip.bounds import mip_promise
