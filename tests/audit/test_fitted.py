@@ -77,6 +77,26 @@ def test_the_target_is_never_refit_and_the_figures_are_the_scorers(digits):
     assert audit.bound_ is None and audit.bound_holds_ is None
 
 
+class _FitsOnceWeighted(_FitsOnce):
+    """_FitsOnce whose fit takes sample_weight, so that the references are distilled."""
+
+    def fit(self, X, y, sample_weight=None):
+        if hasattr(self, "model_"):
+            raise AssertionError("the target was refit")
+        self.model_ = LogisticRegression(C=self.C, max_iter=1000).fit(X, y, sample_weight=sample_weight)
+        self.classes_ = self.model_.classes_
+        return self
+
+
+def test_distilled_references_never_refit_the_target(digits):
+    X, y, member, Xr, yr = digits
+    target = _FitsOnceWeighted().fit(X[member], y[member])
+    audit = audit_fitted(target, X, y, member, X_reference=Xr, y_reference=yr, n_reference_models=2,
+                         random_state=0)
+    assert audit.reference_labels_ == "target" and audit.n_trainings_ == 2
+    assert sorted(audit.attack_results_) == ["lira_offline", "loss", "rmia_offline"]
+
+
 def test_a_pipeline_on_dataframes_and_a_chosen_attack(split):
     X, y, member, Xr, yr = split
     cols = [f"f{j}" for j in range(X.shape[1])]
