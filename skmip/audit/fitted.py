@@ -182,7 +182,7 @@ def audit_fitted(model, X, y, member, *, X_reference, y_reference, n_reference_m
         ``"auto"``: ``"target"`` where it applies and ``references_see_pool`` is False, else
         ``"true"``. With distilled references RMIA offline uses ``offline_a=0``. On adult
         (random forest, 4,000-row pool, 4 references, seeds 0-2) the TPR at 1% FPR is
-        0.90x-1.04x that of the 16-model game with ``"target"``, 0.42x-0.56x with ``"true"``
+        0.93x-1.14x that of the 16-model game with ``"target"``, 0.42x-0.56x with ``"true"``
         (docs/auditing.md, "Auditing a model that is already trained").
 
     Returns
