@@ -249,9 +249,9 @@ def audit_fitted(model, X, y, member, *, X_reference, y_reference, n_reference_m
     check_interval(_OWNER, "confidence", confidence, 0, 1, closed="neither")
     check_interval(_OWNER, "delta", delta, 0, 1, closed="left")
     check_option(_OWNER, "metric", metric, _METRICS)
+    labels = _resolve_labels(reference_labels, model, references_see_pool)
     # Without the pool every reference is OUT on every pool row: a member rate of 0 for the
     # attacks' checks, and the offline attacks only.
-    labels = _resolve_labels(reference_labels, model, references_see_pool)
     attacks = resolve_attacks(attack, model, n_models=1 + R, member_rate=0.5 if references_see_pool else 0.0,
                               owner=_OWNER, candidates=AUTO_ATTACKS if references_see_pool else OFFLINE_ATTACKS)
     if labels == "target":

@@ -499,10 +499,14 @@ def play_fitted_game(model, X, y, member, X_reference, y_reference, *, n_referen
     else:
         membership[1:, n:] = halves
     classes = None
+    check_option("play_fitted_game", "reference_labels", reference_labels, ("true", "target"))
     distill = reference_labels == "target"
+    if distill and (kind != "proba" or references_see_pool):
+        raise ValueError("play_fitted_game: reference_labels='target' needs a classifier with predict_proba and "
+                         "references on reference halves (references_see_pool=False).")
     if kind == "proba":
         # A distilled reference is given every class as a label; a half with true labels may lack one.
-        classes = _check_classes(np.asarray(y_all), membership[1:1 + (not distill) * n_reference_models],
+        classes = _check_classes(np.asarray(y_all), membership[:0] if distill else membership[1:],
                                  "audit_fitted", "reference model")
     signal, loss, raw = _record(model, X_all, y_all, kind, classes)
     results = [(signal, loss, inspect(model) if inspect is not None else None,
