@@ -146,7 +146,9 @@ def audit_fitted_model(bunch, args, say=print) -> int:
                              random_state=args.seed)
     except (TypeError, ValueError) as exc:
         raise FittedPlanError(str(exc)) from None
-    print(f"\nMembership audit of the fitted model {args.fitted_model} (never refit)\n")
+    labels = "the model's probabilities" if audit.reference_labels_ == "target" else "their true labels"
+    print(f"\nMembership audit of the fitted model {args.fitted_model} (never refit; references trained on "
+          f"{labels})\n")
     print(_table(audit))
     bound = ("states no promise" if audit.bound_ is None else
              f"states {audit.bound_:.4g}: {'holds' if audit.bound_holds_ else 'REFUTED'} at 95% confidence"
@@ -155,7 +157,8 @@ def audit_fitted_model(bunch, args, say=print) -> int:
           f"The model {bound}.")
     if args.json:
         result = {"model": args.fitted_model, "n_pool": int(len(pool)), "n_members": int(member.sum()),
-                  "n_reference_models": args.reference_models, "best_attack": audit.best_attack_,
+                  "n_reference_models": args.reference_models, "reference_labels": audit.reference_labels_,
+                  "best_attack": audit.best_attack_,
                   "bound": audit.bound_, "bound_holds": audit.bound_holds_,
                   "attacks": {n: {k: r[k] for k in ("roc_auc", "tpr_at_fpr", "advantage", "empirical_epsilon")}
                               for n, r in audit.attack_results_.items()}}

@@ -36,7 +36,7 @@ from skmip.utils.validation import check_int, check_interval, check_n_jobs, chec
 from skmip.exceptions import PrivacyWarning
 from skmip.audit.training_check import check_training, inspect_fitted_model
 
-__all__ = ["MembershipGame", "play_membership_game", "play_fitted_game", "model_signal"]
+__all__ = ["MembershipGame", "play_membership_game", "play_fitted_game", "distilled_fit_data", "model_signal"]
 
 _OWNER = "play_membership_game"
 _SAMPLING = ("exact", "bernoulli")
@@ -207,7 +207,8 @@ def _record(model, X, y, output, classes):
     raise AssertionError(output)  # pragma: no cover
 
 
-def _play_one(estimator, X, y, rows, seed, output, fit_params, inspect, classes):
+def _play_one(estimator, X, y, rows, seed, output, fit_params, inspect, classes, fit_data=None):
+    """Fit a clone on ``rows`` (or on ``fit_data = (X_fit, y_fit, fit_params)``) and record it on all of X."""
     model = clone(estimator)
     # The same rule as fix_inner_random_state: every non-integer random_state gets the seed.
     seeded = any(
@@ -216,9 +217,12 @@ def _play_one(estimator, X, y, rows, seed, output, fit_params, inspect, classes)
         for key, value in model.get_params(deep=True).items()
     )
     fix_inner_random_state(model, seed)
-    X_in = _safe_indexing(X, rows)
-    y_in = None if y is None else _safe_indexing(y, rows)
-    fit_params = subset_fit_params(fit_params, rows, n_rows(X))  # per-row ones: the members'
+    if fit_data is None:
+        X_in = _safe_indexing(X, rows)
+        y_in = None if y is None else _safe_indexing(y, rows)
+        fit_params = subset_fit_params(fit_params, rows, n_rows(X))  # per-row ones: the members'
+    else:
+        X_in, y_in, fit_params = fit_data
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         if y_in is None:
@@ -424,7 +428,8 @@ def _progress_printer(verbose):
 
 
 def play_fitted_game(model, X, y, member, X_reference, y_reference, *, n_reference_models=4,
-                     random_state=None, inspect=None, references_see_pool=False) -> MembershipGame:
+                     random_state=None, inspect=None, references_see_pool=False,
+                     reference_labels="true") -> MembershipGame:
     """The game of a model that is already trained: the target, and clones on reference halves.
 
     Parameters
@@ -448,6 +453,13 @@ def play_fitted_game(model, X, y, member, X_reference, y_reference, *, n_referen
         independently of ``member``), so that every pool row is IN for about half of the
         references -- the game's structure, where the online attacks apply too -- and the
         reference rows serve only as RMIA's population.
+    reference_labels : {"true", "target"}, default="true"
+        ``"target"`` (classifiers with ``predict_proba`` whose ``fit`` takes ``sample_weight``,
+        references on reference halves): each reference trains on its half labelled by the
+        *target's* predicted probabilities -- every row once per class, weighted by the
+        target's probability of that class (:func:`distilled_fit_data`) -- instead of
+        ``y_reference``. The references then copy how the target generalises around each pool
+        row without ever seeing a pool row; see :func:`skmip.audit.audit_fitted`.
 
     Returns
     -------
@@ -487,14 +499,22 @@ def play_fitted_game(model, X, y, member, X_reference, y_reference, *, n_referen
     else:
         membership[1:, n:] = halves
     classes = None
+    check_option("play_fitted_game", "reference_labels", reference_labels, ("true", "target"))
+    distill = reference_labels == "target"
+    if distill and (kind != "proba" or references_see_pool):
+        raise ValueError("play_fitted_game: reference_labels='target' needs a classifier with predict_proba and "
+                         "references on reference halves (references_see_pool=False).")
     if kind == "proba":
-        classes = _check_classes(np.asarray(y_all), membership[1:], "audit_fitted", "reference model")
+        # A distilled reference is given every class as a label; a half with true labels may lack one.
+        classes = _check_classes(np.asarray(y_all), membership[:0] if distill else membership[1:],
+                                 "audit_fitted", "reference model")
     signal, loss, raw = _record(model, X_all, y_all, kind, classes)
     results = [(signal, loss, inspect(model) if inspect is not None else None,
                 inspect_fitted_model(model, raw, 0))]
     results += [
-        _play_one(model, X_all, y_all, np.flatnonzero(membership[j + 1]), seeds[j], kind, {}, None, classes)
-        for j in range(n_reference_models)
+        _play_one(model, X_all, y_all, rows, seeds[j], kind, {}, None, classes,
+                  distilled_fit_data(X_all, raw, rows, classes) if distill else None)
+        for j, rows in enumerate(np.flatnonzero(row) for row in membership[1:])
     ]
     checks = [r[3] for r in results]
     issues = check_training(checks, owner="audit_fitted", estimator_name=type(model).__name__, stacklevel=3)
@@ -504,6 +524,26 @@ def play_fitted_game(model, X, y, member, X_reference, y_reference, *, n_referen
         inspected=[r[2] for r in results] if inspect is not None else None, checks=checks, issues=issues,
         population=np.arange(n + n_ref) >= n,
     )
+
+
+def distilled_fit_data(X, proba, rows, classes):
+    """A training set labelled by a model's probabilities: ``(X_fit, y_fit, {"sample_weight": w})``.
+
+    Row ``i`` of ``rows`` appears once per class ``c``, labelled ``c`` and weighted by
+    ``proba[i, c]``: a learner that minimises a weighted loss then fits the soft labels
+    ``proba[i]`` (for the log-loss and the Gini or entropy criteria, exactly the expected loss
+    of labels drawn from them). Every class is a label, so the fitted model knows them all.
+
+    Examples
+    --------
+    >>> X = np.array([[0.0], [1.0]])
+    >>> X_fit, y_fit, params = distilled_fit_data(X, np.array([[0.9, 0.1], [0.2, 0.8]]), np.array([1]), [0, 1])
+    >>> X_fit.ravel().tolist(), y_fit.tolist(), params["sample_weight"].tolist()
+    ([1.0, 1.0], [0, 1], [0.2, 0.8])
+    """
+    k = len(classes)
+    return (_safe_indexing(X, np.repeat(rows, k)), np.tile(np.asarray(classes), len(rows)),
+            {"sample_weight": np.asarray(proba, dtype=np.float64)[rows].ravel()})
 
 
 def model_signal(model, X, y=None) -> np.ndarray:

@@ -77,6 +77,26 @@ def test_the_target_is_never_refit_and_the_figures_are_the_scorers(digits):
     assert audit.bound_ is None and audit.bound_holds_ is None
 
 
+class _FitsOnceWeighted(_FitsOnce):
+    """_FitsOnce whose fit takes sample_weight, so that the references are distilled."""
+
+    def fit(self, X, y, sample_weight=None):
+        if hasattr(self, "model_"):
+            raise AssertionError("the target was refit")
+        self.model_ = LogisticRegression(C=self.C, max_iter=1000).fit(X, y, sample_weight=sample_weight)
+        self.classes_ = self.model_.classes_
+        return self
+
+
+def test_distilled_references_never_refit_the_target(digits):
+    X, y, member, Xr, yr = digits
+    target = _FitsOnceWeighted().fit(X[member], y[member])
+    audit = audit_fitted(target, X, y, member, X_reference=Xr, y_reference=yr, n_reference_models=2,
+                         random_state=0)
+    assert audit.reference_labels_ == "target" and audit.n_trainings_ == 2
+    assert sorted(audit.attack_results_) == ["lira_offline", "loss", "rmia_offline"]
+
+
 def test_a_pipeline_on_dataframes_and_a_chosen_attack(split):
     X, y, member, Xr, yr = split
     cols = [f"f{j}" for j in range(X.shape[1])]
@@ -191,3 +211,71 @@ def test_a_fitted_skorch_net(digits):
     assert audit.n_trainings_ == 2 and audit.scores_.shape == (1, 400)
     # the net itself was not trained again: same history, same weights
     assert len(net.history) == epochs and (next(net.module_.parameters()) == first_weight).all()
+
+
+_FITS = []
+
+
+class _RecordsFits(ClassifierMixin, BaseEstimator):
+    """A classifier whose fits are recorded (its clones are discarded by the game)."""
+
+    def fit(self, X, y, sample_weight=None):
+        _FITS.append((np.asarray(X), np.asarray(y), sample_weight))
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict_proba(self, X):
+        p1 = 1 / (1 + np.exp(-np.asarray(X)[:, 0]))
+        return np.column_stack([1 - p1, p1])
+
+
+def test_distilled_references_learn_the_targets_probabilities_on_their_half(split):
+    from skmip.audit.game import play_fitted_game
+
+    X, y, member, Xr, yr = split
+    target = _RecordsFits().fit(X[member], y[member])
+    _FITS.clear()
+    game = play_fitted_game(target, X, y, member, Xr, yr, n_reference_models=2, random_state=0,
+                            reference_labels="target")
+    assert len(_FITS) == 2
+    proba = target.predict_proba(Xr)
+    for (X_fit, y_fit, w), half in zip(_FITS, game.membership[1:, 300:], strict=True):
+        rows = np.flatnonzero(half)
+        # every row of the half once per class, weighted by the target's probability of it
+        assert np.array_equal(X_fit, np.repeat(Xr[rows], 2, axis=0))
+        assert np.array_equal(y_fit, np.tile([0, 1], rows.size))
+        assert np.array_equal(w, proba[rows].ravel())
+
+
+def test_reference_labels_auto_distills_where_it_applies(split):
+    from skmip.audit.attacks import get_attack
+    from skmip.audit.fitted import _fixed_offline_a
+
+    X, y, member, Xr, yr = split
+    kw = dict(X_reference=Xr, y_reference=yr, n_reference_models=2, random_state=0)
+    tree = DecisionTreeClassifier(random_state=0).fit(X[member], y[member])
+    assert audit_fitted(tree, X, y, member, **kw).reference_labels_ == "target"
+    assert audit_fitted(tree, X, y, member, references_see_pool=True, **kw).reference_labels_ == "true"
+    no_weights = _FitsOnce().fit(X[member], y[member])  # fit takes no sample_weight
+    assert audit_fitted(no_weights, X, y, member, **kw).reference_labels_ == "true"
+    with pytest.raises(ValueError, match="sample_weight"):
+        audit_fitted(no_weights, X, y, member, reference_labels="target", **kw)
+    with pytest.raises(ValueError, match="references_see_pool=True"):
+        audit_fitted(tree, X, y, member, reference_labels="target", references_see_pool=True, **kw)
+    with pytest.raises(ValueError, match="reference_labels"):
+        audit_fitted(tree, X, y, member, reference_labels="soft", **kw)
+    # RMIA offline's a is tuned on a reference as pseudo-target: not with distilled ones
+    alias = get_attack("rmia_offline")
+    assert _fixed_offline_a(alias).offline_a == 0.0 and alias.offline_a == "auto"
+    assert _fixed_offline_a(get_attack("rmia")).offline_a == "auto"
+
+
+def test_distilled_references_find_a_memorising_tree(digits):
+    X, y, member, Xr, yr = digits
+    tree = DecisionTreeClassifier(random_state=0).fit(X[member], y[member])
+    audit = audit_fitted(tree, X, y, member, X_reference=Xr, y_reference=yr, n_reference_models=2,
+                         random_state=0, attack="rmia_offline")
+    assert audit.reference_labels_ == "target"
+    # 200 members vs 200 non-members: without leakage the AUC has sd 0.029 (Mann-Whitney), so
+    # 0.5 + 3.5 sd is crossed with probability < 0.0003. A fully grown tree memorises its rows.
+    assert audit.roc_auc_ > 0.5 + 3.5 * np.sqrt(401 / (12 * 200 * 200))
