@@ -75,7 +75,9 @@ class MissingClassError(ValueError):
 
     A classifier fitted without some class has a different parameter layout (scikit-learn
     fits only the classes it sees), so the spread or the swap distances over subsets cannot be
-    measured. Raised before any fit where the subsets are known up front.
+    measured. The calibration scores such subsets 0 or redraws them
+    (:mod:`skmip.calibration.class_cover`); raised only when a subset that holds every class
+    is too rare to draw.
 
     Attributes
     ----------
@@ -92,38 +94,6 @@ class MissingClassError(ValueError):
         self.missing = list(missing)
         self.subset_size = int(subset_size)
         self.n_samples = int(n_samples)
-
-
-def check_subset_classes(owner, y, subsets, *, what, fix):
-    """Raise :class:`MissingClassError` if a subset of rows lacks a class of ``y``.
-
-    Parameters
-    ----------
-    owner : str
-        First word of the message (the function or class).
-    y : array_like of shape (n_samples,) or (n_samples, n_outputs)
-        Class labels of the whole data.
-    subsets : iterable of (label, rows)
-        ``label`` names the subset in the message ("round 3", "split 1 of 16").
-    what, fix : str
-        What the subsets are for, and the fix to name.
-    """
-    import numpy as np
-
-    y = np.asarray(y)
-    columns = y.reshape(y.shape[0], -1)
-    classes = [np.unique(columns[:, j]) for j in range(columns.shape[1])]
-    for label, rows in subsets:
-        for j, labels in enumerate(classes):
-            missing = np.setdiff1d(labels, columns[rows, j])
-            if missing.size:
-                where = "" if columns.shape[1] == 1 else f" (output {j})"
-                raise MissingClassError(
-                    f"{owner}: {label} ({len(rows)} of {y.shape[0]} rows) has no sample of "
-                    f"class(es) {missing.tolist()}{where}, so its classifier would have a different "
-                    f"parameter layout (the subset is drawn at random {what}). {fix}",
-                    missing=missing.tolist(), subset_size=len(rows), n_samples=y.shape[0],
-                )
 
 
 #: Part of :func:`check_privacy_seed`'s message (for reports that state the fixed seed once,

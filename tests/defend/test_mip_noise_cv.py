@@ -200,33 +200,19 @@ EXPECTED_FAILED = {
     "check_classifiers_train": "noise calibrated to eta=0.5 still swamps the signal of 30-row toy data",
     "check_regressors_train": "same: the privacy noise, not the fit, dominates on toy data",
 }
-# A fold of the checks' 3-class data with 7 to 20 rows leaves classes of 1 to 3 rows, and a
-# random subset of it for sigma misses one; estimate_sigma then refuses (the model would have
-# a different parameter layout), as MIPNoiseWrapper does on data this small.
-MISSING_CLASS = "a random sigma subset of a fold of the check's 3-class toy data misses a class"
-for _check in ("check_fit2d_1feature", "check_f_contiguous_array_estimator",
-               "check_classifier_data_not_an_array"):
-    EXPECTED_FAILED[_check] = MISSING_CLASS
 # (Ridge on a fold of check_fit2d_1feature's data has swap distances at rounding level; the
 # solver check has an absolute floor for that case, skmip.calibration.swap.polish._SOLVER_ATOL.)
 COUPLING_FAILED = {}
-# Issue 31, item 9 (open): each fold of the checks' classifier data (7 to 30 rows) is
-# calibrated by coupling, and some fit set of its calibration lacks a class (the calibration
-# stops with MissingClassError instead of scoring the pair: docs/coupling.md, "Subsets that
-# lack a class"), or a fold's class is so small that a random D_train would lack it too often
-# to pay for (refused before the draw). The sparse, dtype-object and 1-feature checks read the
-# message of that error. Which checks fail depends on the calibrations' draws.
-SMALL_CLASSES = ("issue 31, item 9 (open): a fold's coupling calibration on the check's 7-30-row "
-                 "data has a fit set lacking a class (MissingClassError), or a class too small to pay for")
-COUPLING_CLASSIFIER_FAILED = dict.fromkeys((
-    "check_fit_score_takes_y", "check_estimators_overwrite_params", "check_dont_overwrite_parameters",
-    "check_estimators_fit_returns_self", "check_readonly_memmap_input",
-    "check_n_features_in_after_fitting", "check_dtype_object", "check_estimators_nan_inf",
-    "check_estimator_sparse_array", "check_estimator_sparse_matrix",
-    "check_f_contiguous_array_estimator", "check_classifier_data_not_an_array",
-    "check_classifiers_classes", "check_supervised_y_2d", "check_fit2d_1feature",
-    "check_dict_unchanged", "check_fit2d_predict1d",
-), SMALL_CLASSES)
+# Issue 31, item 9: a calibration subset lacking a class no longer stops a fold's calibration
+# (docs/coupling.md, "Subsets that lack a class"), so the 17 checks that failed for that cause
+# pass. One check fails for another reason: a fold of check_fit2d_1feature's 10 rows has 7 rows
+# with a class of 2, so a D_train of 4 lacks it with probability up to 0.143; paying for that
+# costs 0.25 >= eta = 0.2, and the fold is refused before the draw with that reason (the check
+# wanted the words "1 feature(s)" in any error).
+COUPLING_CLASSIFIER_FAILED = {
+    "check_fit2d_1feature": "a fold of 7 rows holds a class of 2: paying for a D_train that lacks it costs more than "
+                            "eta, refused before the draw with that reason, not '1 feature(s)'",
+}
 
 
 def _expected_failed(est):

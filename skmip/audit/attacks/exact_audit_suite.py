@@ -146,7 +146,10 @@ def make_dataset(generator: str, task: str, n: int, rng) -> tuple[np.ndarray, np
         return X, y
     if task == "categorical_binary":
         X = _categorical(generator, n, rng)
-        return X, _categorical_labels(generator, X, rng)
+        y = _categorical_labels(generator, X, rng)
+        if generator == "rare_class":
+            y[np.flatnonzero(y == 1)[3:]] = 0  # class 1 keeps 3 rows
+        return X, y
     d = int(rng.integers(1, 3)) if task != "continuous" else 2
     shift = float(rng.choice([0.5, 1.0, 2.0]))
     X, y, beta = _base("regression" if task == "continuous" else task, n, d, rng, shift)
@@ -193,6 +196,13 @@ def make_dataset(generator: str, task: str, n: int, rng) -> tuple[np.ndarray, np
             y = X @ beta  # noiseless: every training set fits exactly
         else:
             y = _targets(task, X, rng, beta)
+    elif generator == "rare_class":
+        # Small-data classification (issue 31, item 9): the last class keeps 3 rows, one of
+        # them far out, so that many calibration subsets (and some D_train) lack it.
+        if y is not None and task in ("binary", "multiclass"):
+            rare = np.flatnonzero(y == y.max())
+            y[rare[3:]] = 0
+            X[rare[0]] = _far_point(d, rng, radius)
     elif generator == "rare_category":
         # A categorical column with a category seen once (one-hot, first level dropped),
         # on the row with the least typical label/target.
@@ -245,6 +255,7 @@ GENERATORS = (
     "high_leverage",
     "separable",
     "rare_category",
+    "rare_class",
 )
 
 
@@ -356,12 +367,9 @@ def make_cases(n_datasets: int, seed: int = 0, learners=None) -> list[AuditCase]
         params = tuple((key, values[int(rng.integers(len(values)))]) for key, values in grid.items())
         n = int(rng.choice(_NOISY_GRADIENT_SIZES if kind == "noisy_gradient" else _SIZES))
         train_size = float(rng.choice(sizes))
-        if task == "multiclass" and n < 11:
-            n = 12  # keep every class in every training set of 75% of the rows
-        if task in ("binary", "categorical_binary") and train_size == 0.5 and n < 11 and kind != "noisy_gradient":
-            # Below 11 rows almost every calibration (800 fits on halves) meets a half with one
-            # class and the wrapper refuses the data; 11 and 12 rows pass often enough.
-            n = 12
+        # Small classification data is kept small: a calibration subset that lacks a class
+        # scores 0 (skmip.calibration.class_cover), and a D_train that may lack one is paid for
+        # or refused before the draw (skmip.defend._coverage).
         eta = float(rng.choice(_ETAS))
         k = round(train_size * n)
         if eta >= min(k, n - k) / n:
@@ -373,8 +381,8 @@ def make_cases(n_datasets: int, seed: int = 0, learners=None) -> list[AuditCase]
 def run_case(case: AuditCase, *, n_mc: int = 20_000, z: float = 3.0, max_seconds: float | None = 30.0) -> dict:
     """Fit the case's release route, audit it exactly, and summarise.
 
-    Up to 10 seeds (20 for binary labels) are tried for the fit (a calibration may refuse a dataset, e.g. when a
-    calibration subset misses a class), none after ``max_seconds``.
+    Up to 10 seeds (20 for binary labels) are tried for the fit (a route may refuse a dataset, e.g. one whose
+    D_train lacks a class too often: then for every seed), none after ``max_seconds``.
 
     Returns
     -------

@@ -208,10 +208,11 @@ def estimate_sigma(
     ------
     ValueError
         If ``moment < 2``, ``n_subsets < 2``, ``X`` has NaN or inf, ``X`` and ``y`` differ in
-        length, a split would have fewer than 2 rows, a classifier's split misses a class of
-        ``y`` (naming the split and the classes, checked before any fit), splits give
-        parameter vectors of different lengths (naming both), or a split gives non-finite
-        parameters.
+        length, a split would have fewer than 2 rows, splits give parameter vectors of different lengths (naming both), or a split gives non-finite
+        parameters. (A classifier's split that lacks a class of ``y`` is redrawn: each split
+        is uniform among those that hold every class, docs/coupling.md, "Subsets that lack a
+        class"; :class:`~skmip.exceptions.MissingClassError` only if 65 draws in a row lack
+        one.)
     RuntimeError
         If a split's fit fails; the message names the split, and the original exception is
         chained as ``__cause__``.
@@ -281,8 +282,7 @@ def estimate_sigma(
     split_rows = _split_size(train_size, n_rows, "train_size" if is_unset(split_size) else "split_size")
     adapter = get_adapter(estimator, params)
     subsets = RandomSubsets(draw_split_seeds(random_state, n_subsets), n_rows, split_rows, rows_by_choice, "split")
-    subsets.check_classes(_EST, estimator, y, what="to measure sigma",
-                          fix="Provide more rows of the rare classes or a larger train_size.")
+    subsets.cover_classes(estimator, y)
 
     order = _even_order(moment)
     args = (estimator, adapter, X, y, fit_params, subsets, n_jobs, verbose)

@@ -138,9 +138,10 @@ def estimate_noise_factor(
     ------
     ValueError
         If ``n_subsets < 2``; ``X`` or ``y`` holds NaN or inf, or they differ in length; a
-        classifier's subset misses a class of ``y`` (checked before any fit); a subset's fit
-        gives non-finite parameters; or the sample covariance is singular with
-        ``shrinkage=False``.
+        subset's fit gives non-finite parameters; or the sample covariance is singular with
+        ``shrinkage=False``. (A classifier's subset that lacks a class of ``y`` is redrawn: a
+        noise shape may be any function of the data; :class:`~skmip.exceptions.MissingClassError`
+        only if 65 draws in a row lack one.)
 
     Notes
     -----
@@ -184,8 +185,7 @@ def estimate_noise_factor(
     estimator = fix_inner_random_state(clone(estimator), draw_seed(rng))
     adapter = get_adapter(estimator, params)
     subsets = RandomSubsets([draw_seed(rng) for _ in range(n_subsets)], n, k, rows_by_permutation, "subset")
-    subsets.check_classes(owner, estimator, y, what="for the noise shape",
-                          fix="Provide more rows of each class or a larger train_size.")
+    subsets.cover_classes(estimator, y)
     # The warm start: a polished fit on the first subset (same size as every other one).
     fitter = _make_fitter(estimator, adapter, X, y, fit_params, polish, subsets.rows(0))
     thetas = _fit_subsets(fitter, subsets, n_jobs, verbose)

@@ -10,7 +10,8 @@ noise shape for the coupling bound) -- do the same four things, here once:
   of subsets (:func:`check_n_subsets`);
 - draw the subsets: one seed per subset, drawn up front, and the subset's rows from its seed
   alone (:class:`RandomSubsets`), so a worker rebuilds its rows from a seed, and the
-  classes of every subset are checked before any fit (:meth:`RandomSubsets.check_classes`);
+  subsets of a classifier hold every class (:meth:`RandomSubsets.cover_classes`: a subset
+  lacking one is redrawn);
 - fit them in a fixed number of chunks (:data:`N_CHUNKS`, whatever ``n_jobs``) through
   joblib, handed back in chunk order (:func:`map_chunks`), so that the result is
   bit-identical for every ``n_jobs`` and backend;
@@ -35,13 +36,12 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import sparse
-from sklearn.base import is_classifier
 from sklearn.utils.parallel import Parallel, delayed
 
 from skmip.utils.rng import resolve_rng
 from skmip.utils.rows import n_rows
 from skmip.utils.validation import check_int
-from skmip.exceptions import check_subset_classes
+from skmip.calibration.class_cover import class_cover
 
 __all__ = [
     "N_CHUNKS",
@@ -158,15 +158,15 @@ class RandomSubsets:
         """The subsets' indices in :data:`N_CHUNKS` chunks (fewer if there are fewer subsets)."""
         return np.array_split(np.arange(len(self)), min(N_CHUNKS, len(self)))
 
-    def check_classes(self, owner, estimator, y, what, fix):
-        """For a classifier, fail before any fit if a subset misses a class that ``y`` has,
-        naming the subset and the classes."""
-        if y is None or not is_classifier(estimator):
+    def cover_classes(self, estimator, y):
+        """For a classifier, replace the seed of every subset that lacks a class of ``y`` by
+        its first redraw that holds them all (:meth:`.ClassCover.covering_seed`): each subset
+        is then uniform among those of its size that hold every class. Seeds whose subsets
+        hold every class are kept, so such results are unchanged."""
+        cover = class_cover(estimator, y)
+        if cover is None:
             return
-        n = len(self)
-        check_subset_classes(
-            owner, y, ((f"{self.noun} {i} of {n}", self.rows(i)) for i in range(n)), what=what, fix=fix,
-        )
+        self.seeds = [cover.covering_seed(seed, self.draw, self.n_rows, self.size)[0] for seed in self.seeds]
 
 
 def check_length(owner, noun, i, n_subsets, size, first, what):

@@ -55,7 +55,7 @@ from skmip.calibration.swap.polish import (
     _check_solver_error,
     _not_convex,
 )
-from skmip.calibration.swap.rounds import _jensen_summary, _round_design
+from skmip.calibration.swap.rounds import _jensen_summary, _round_design, _usable
 from skmip.calibration.swap.stacks import _cho_inverse, _cholesky, _data_hessian
 
 #: False forces the per-fit path everywhere (the tests compare the two).
@@ -63,22 +63,23 @@ _ENABLED = True
 
 
 def _influence_rounds(seeds, fitter, loss, Xd, y, sample_weight, n, k, p, whitener, all_pairs,
-                      n_keep, newton, refine, certify=False):
+                      n_keep, newton, refine, certify=False, cover=None):
     """Several rounds in one job (shape (n, len(seeds), n_keep)): fewer, larger jobs. All
     their fits at once where the batch applies (module docstring), else round by round.
-    ``certify``: certified upper bounds instead of estimates (:mod:`.certify`)."""
+    ``certify``: certified upper bounds instead of estimates (:mod:`.certify`); ``cover``: the
+    classes of a classifier's ``y`` (a fit set lacking one scores 0, :mod:`..class_cover`)."""
     # A cache of exact minimisers of this job's own (exact_cache): jobs that share the
     # fitter (threads) must not see each other's, or a result would depend on their timing.
     fitter = copy.copy(fitter)
     fitter.__dict__["_certified_minimisers"] = {}
     data = (fitter, loss, Xd, y, sample_weight, n, k)
     if _batchable(fitter, newton, all_pairs, k):
-        out = _batched_rounds(seeds, *data, p, whitener, n_keep, refine, certify)
+        out = _batched_rounds(seeds, *data, p, whitener, n_keep, refine, certify, cover)
         if out is not None:
             return out
     out = np.empty((n, len(seeds), n_keep))
     for i, seed in enumerate(seeds):
-        out[:, i] = _influence_round(*data, seed, p, whitener, all_pairs, n_keep, newton, refine, certify)
+        out[:, i] = _influence_round(*data, seed, p, whitener, all_pairs, n_keep, newton, refine, certify, cover)
     return out
 
 
@@ -89,24 +90,34 @@ def _batchable(fitter, newton, all_pairs, k):
                 and k * chord[0][0].size ** 2 <= _CHORD_MIN_WORK)
 
 
-def _fit_design(seeds, n, k, p):
+def _fit_design(seeds, n, k, p, cover=None):
     """The fits of the rounds ``seeds``, drawn as in :func:`_influence_round`: (round, H,
-    targets, positions in H of each target's e) for every fit that has targets."""
-    fits = []
+    targets, positions in H of each target's e) for every fit that has targets, and (round,
+    targets) of each fit set that lacks a class (its pairs score 0)."""
+    fits, unfitted = [], []
     for r, seed in enumerate(seeds):
         rng, fit_sets, owner = _round_design(seed, n, k)
         for j, H in enumerate(fit_sets):
             targets = np.flatnonzero(owner == j)
             if targets.size:
-                fits.append((r, H, targets, rng.integers(0, k, size=(targets.size, p))))
-    return fits
+                pos = rng.integers(0, k, size=(targets.size, p))
+                if _usable(H, cover):
+                    fits.append((r, H, targets, pos))
+                else:
+                    unfitted.append((r, targets))
+    return fits, unfitted
 
 
-def _batched_rounds(seeds, fitter, loss, Xd, y, sample_weight, n, k, p, whitener, n_keep, refine, certify):
+def _batched_rounds(seeds, fitter, loss, Xd, y, sample_weight, n, k, p, whitener, n_keep, refine, certify,
+                    cover=None):
     """:func:`_influence_rounds` in batches of fits; ``None`` if the registered loss does not
     give the template's objective (the caller then runs the per-fit path)."""
-    fits = _fit_design(seeds, n, k, p)
+    fits, unfitted = _fit_design(seeds, n, k, p, cover)
     out = np.empty((n, len(seeds), n_keep))
+    for r, targets in unfitted:
+        out[targets, r] = 0.0
+    if not fits:
+        return out
     # Per fit: its rows' quantities (n, D), the refinement grid (q k, D), the pairs (T p, D).
     D = fitter.chord[0][0].size
     width = max(1, _STACK_ELEMENTS // (D * max(n, _REFINE_MAX * k, max(f[2].size for f in fits) * p)))

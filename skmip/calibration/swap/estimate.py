@@ -5,13 +5,12 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import sparse
-from sklearn.base import clone, is_classifier
+from sklearn.base import clone
 from sklearn.utils.parallel import delayed
 
 from skmip.utils.rng import draw_seed, fix_inner_random_state, resolve_rng
 from skmip.utils.rows import n_rows
 from skmip.utils.validation import check_int, check_interval, check_option
-from skmip.exceptions import check_subset_classes
 from skmip.params import get_adapter
 
 from skmip.calibration.swap._common import _OWNER, _fit_vector
@@ -24,9 +23,11 @@ from skmip.calibration.swap.lazy import MIN_ROWS as LAZY_MIN_ROWS, settled_round
 from skmip.calibration.losses.registry import augmented_design_cache, get_smooth_loss
 from skmip.calibration.swap.polish import MinimiserFits, SolverFits, _polish
 from skmip.calibration.swap.refit import _refit_rounds
-from skmip.calibration.swap.rounds import _SUMMARY_SIZE, _check_round_classes, _resolve_k, run_rounds
+from skmip.calibration.swap.rounds import _SUMMARY_SIZE, _resolve_k, run_rounds
 from skmip.calibration.swap.closed_form import _statistic_features, statistic_swap_deltas
 from skmip.calibration.swap.whitening import _Whitener
+from skmip.calibration.class_cover import class_cover
+from skmip.calibration.spread.subsets import rows_by_permutation
 
 _ENGINES = ("auto", "refit", "newton", "influence", "exact", "closed_form")
 #: Sampled pairs per target and round (influence engines). The round-to-round spread of a
@@ -230,11 +231,11 @@ def _estimate(estimator, X, y, n, k, n_rounds, summary_size, refine, scale, whit
     # One probe fit validates the scale's length (and, for the influence engines, the
     # objective) before the budget is spent.
     probe_rows = np.sort(rng.permutation(n)[:k])
-    if y is not None and is_classifier(estimator) and engine != "exact":
-        # Every fit must see every class: a classifier fitted without one has another layout.
-        check_subset_classes(_OWNER, y, [("the probe fit", probe_rows)], what="for the swap distances",
-                             fix="Provide more rows of each class or a larger train_size.")
-        _check_round_classes(_OWNER, y, seeds, n, k)
+    # A classifier fitted on rows lacking a class has another layout: the probe holds every
+    # class (redrawn if not), and the rounds score 0 the pairs of a set lacking one (class_cover).
+    cover = class_cover(estimator, y)
+    if cover is not None and not cover.holds_all(probe_rows):
+        probe_rows = cover.covering_seed(draw_seed(rng), rows_by_permutation, n, k)[1]
     probe, theta0 = _fit_vector(estimator, adapter, X, y, probe_rows, fit_params, n)
     _check_scale_size(whitener, theta0)
     Xd = yd = sw = None
@@ -250,7 +251,7 @@ def _estimate(estimator, X, y, n, k, n_rounds, summary_size, refine, scale, whit
             raise ValueError(
                 f"{_OWNER}: engine='exact' uses every pair; got pairs_per_target={pairs_per_target!r}."
             )
-        dist = _exact_distances(estimator, adapter, X, y, fit_params, n, k, whitener, n_jobs, verbose)
+        dist = _exact_distances(estimator, adapter, X, y, fit_params, n, k, whitener, n_jobs, verbose, cover)
         return SwapDeltas(dist, k, "exact", "exhaustive")
 
     all_pairs, p = _pairs_per_target(engine, pairs_per_target, certify, n, k)
@@ -266,7 +267,7 @@ def _estimate(estimator, X, y, n, k, n_rounds, summary_size, refine, scale, whit
     if engine == "refit":
         rounds = run_rounds(
             lambda chunk: delayed(_refit_rounds)(
-                chunk, estimator, adapter, X, y, fit_params, n, k, p, whitener, all_pairs, n_keep,
+                chunk, estimator, adapter, X, y, fit_params, n, k, p, whitener, all_pairs, n_keep, cover=cover,
             ),
             seeds, n_jobs, verbose, compact=compact, values_per_round=n * n_keep,
         )
@@ -281,7 +282,7 @@ def _estimate(estimator, X, y, n, k, n_rounds, summary_size, refine, scale, whit
         return run_rounds(
             lambda chunk: delayed(_influence_rounds)(
                 chunk, fitter, loss, Xd, yd, sw, n, k, p, whitener, all_pairs, n_keep,
-                engine == "newton", 0.0 if steer else refine, cert,
+                engine == "newton", 0.0 if steer else refine, cert, cover,
             ),
             # Threads: the rounds are array arithmetic that releases the GIL, and threads share
             # X and the fits' design instead of copying them into every worker (memory at large n).

@@ -14,7 +14,9 @@ from skmip.calibration.swap._common import _OWNER, _fit_only_vector
 _MAX_EXACT_FITS = 20_000
 
 
-def _exact_distances(estimator, adapter, X, y, fit_params, n, k, whitener, n_jobs, verbose):
+def _exact_distances(estimator, adapter, X, y, fit_params, n, k, whitener, n_jobs, verbose, cover=None):
+    """Every pair's distance, shape (n, C(n-1, k), k). A pair whose D_out or D_in lacks a
+    class of a classifier's ``y`` (``cover``) scores 0; such subsets are not fitted."""
     n_subsets = math.comb(n, k)
     if n_subsets > _MAX_EXACT_FITS:
         raise ValueError(
@@ -22,10 +24,12 @@ def _exact_distances(estimator, adapter, X, y, fit_params, n, k, whitener, n_job
             f"than {_MAX_EXACT_FITS}. Use engine='refit' or an influence engine with random rounds."
         )
     subsets = np.array(list(itertools.combinations(range(n), k)), dtype=np.intp)
+    usable = np.array([cover is None or cover.holds_all(rows) for rows in subsets], dtype=bool)
     vectors = Parallel(n_jobs=n_jobs, verbose=max(0, verbose - 1))(
-        delayed(_fit_only_vector)(estimator, adapter, X, y, rows, fit_params, n) for rows in subsets
+        delayed(_fit_only_vector)(estimator, adapter, X, y, rows, fit_params, n) for rows in subsets[usable]
     )
-    theta = np.stack(vectors)
+    theta = np.full((subsets.shape[0], whitener.size), np.nan)
+    theta[usable] = np.stack(vectors)
     bits = (np.int64(1) << subsets.astype(np.int64)).sum(axis=1)
     order = np.argsort(bits)
     sorted_bits = bits[order]
@@ -37,5 +41,8 @@ def _exact_distances(estimator, adapter, X, y, fit_params, n, k, whitener, n_job
             e = subsets[without, col]
             swapped = bits[without] - (np.int64(1) << e) + (np.int64(1) << x)
             partner = order[np.searchsorted(sorted_bits, swapped)]
-            out[x, :, col] = whitener.norms(theta[without] - theta[partner])
+            good = usable[without] & usable[partner]
+            diff = theta[without] - theta[partner]
+            diff[~good] = 0.0  # a bad pair scores 0
+            out[x, :, col] = whitener.norms(diff)
     return out

@@ -18,7 +18,7 @@ from skmip.calibration.swap.newton import (
     _refine_targets,
 )
 from skmip.calibration.swap.polish import _check_solver_error, _factor, _solver_step
-from skmip.calibration.swap.rounds import _jensen_summary, _round_design
+from skmip.calibration.swap.rounds import _jensen_summary, _round_design, _usable
 
 #: Elements of one (e x targets) cross matrix computed at a time (memory cap).
 _CHUNK_ELEMENTS = 2**20
@@ -212,17 +212,24 @@ def _norms(prep):
 
 
 def _influence_round(fitter, loss, Xd, y, sample_weight, n, k, seed, p, whitener, all_pairs,
-                     n_keep, newton, refine, certify=False):
+                     n_keep, newton, refine, certify=False, cover=None):
     """Distances of one round, shape (n, n_keep): every row is the target of one fit.
 
     ``fitter(rows)`` returns ``(fitted, theta)`` for the learner on ``rows``. With sampled
     pairs each target gets ``p`` values of e drawn independently and uniformly in its
     D_out (with replacement: each value is then an unbiased draw of the average over e),
-    computed in one vectorised pass over all (target, e) pairs of the fit.
+    computed in one vectorised pass over all (target, e) pairs of the fit. A fit set that
+    lacks a class of a classifier's ``y`` (``cover``) is not fitted: its pairs score 0.
     """
     rng, fit_sets, owner = _round_design(seed, n, k)
     out = np.empty((n, n_keep))
     for j, H in enumerate(fit_sets):
+        if not _usable(H, cover):
+            targets = np.flatnonzero(owner == j)
+            if targets.size and not all_pairs:
+                rng.integers(0, k, size=(targets.size, p))  # the draws of e a fit would take
+            out[targets] = 0.0
+            continue
         fitted, theta = fitter(H)
         if theta.size != whitener.size:  # e.g. a classifier fitted on a subset lacking a class
             raise ValueError(

@@ -36,19 +36,10 @@ def _round_design(seed, n, k):
     return rng, fit_sets, owner
 
 
-def _check_round_classes(owner, y, seeds, n, k):
-    """Fail before any fit if a fit set of some round (or the probe) lacks a class of ``y``."""
-    from skmip.exceptions import check_subset_classes
-
-    def subsets():
-        for i, seed in enumerate(seeds):
-            for j, rows in enumerate(_round_design(seed, n, k)[1]):
-                yield f"fit {j} of round {i}", rows
-
-    check_subset_classes(
-        owner, y, subsets(), what="for the swap distances",
-        fix="Provide more rows of each class or a larger train_size.",
-    )
+def _usable(H, cover):
+    """Whether the fit set ``H`` holds every class (always, without a ``cover``): a fit set
+    that lacks one is not fitted, its pairs score 0 (:mod:`skmip.calibration.class_cover`)."""
+    return cover is None or cover.holds_all(H)
 
 
 def _jensen_summary(values, size):
