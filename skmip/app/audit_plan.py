@@ -477,9 +477,11 @@ def _plan_mip(spec, est, options, d, k, n_rows, rows, skipped):
         skipped.append(Skipped(spec.name, "mip", reason))
         return
     for eta in options.eta:
-        def make(eta=eta, s=spec):
+        method = _mip_method(options.mip_method, spec.make(d, k), d, k, n_rows, eta)
+
+        def make(eta=eta, s=spec, method=method):
             estimator = s.make(d, k)
-            route = build_route(options.mip_method, estimator, owner="MIPNoiseWrapper",
+            route = build_route(method, estimator, owner="MIPNoiseWrapper",
                                 n_subsets=options.n_subsets, n_rounds=options.n_rounds)
             return MIPNoiseWrapper(estimator, eta=eta, method=route, random_state=None)
 
@@ -502,6 +504,24 @@ def _plan_mip(spec, est, options, d, k, n_rows, rows, skipped):
             _mip_promise_text(eta, k_planned, n_rows),
             eta=eta, promised_tpr=float(mip_tpr_bound(FPR, eta)), fitted_promise=fitted,
         ))
+
+
+def _mip_method(method, estimator, d, k, n_rows, eta):
+    """The route name for ``--mip-method``: ``"auto"`` decided as the wrapper decides it
+    (:func:`skmip.calibration.routes.auto_route`), from the shape of the data each game's
+    wrapper is given -- a member set of half the ``n_rows`` pool rows, whose D_train is half of
+    that -- so that the command's knobs (``--n-rounds``, ``--n-subsets``) go to the route it takes."""
+    if method != "auto":
+        return method
+    import numpy as np
+
+    from skmip.calibration.routes import auto_route
+    from skmip.calibration.routes.auto import DataShape
+
+    members = n_rows // 2
+    shape = DataShape(n_samples=members, n_features=d, n_train=int(round(0.5 * members)),
+                      classes=np.arange(k), eta=eta)
+    return auto_route(estimator, "auto", shape)[0].name
 
 
 def _plan_subsampled_dp(spec, est, options, d, k, n_rows, rows, skipped):

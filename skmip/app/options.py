@@ -102,10 +102,12 @@ def _add_promise_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eta", type=float, action="append",
                    help="eta of the MIP defense; repeat for several. Default: 0.1 and 0.3 "
                         "(0.3 in the no-argument run).")
-    p.add_argument("--mip-method", choices=("auto", "coupling", "moments"), default="auto",
-                   help="noise calibration of MIPNoiseWrapper: coupling (tight; logistic "
-                        "regression), moments (Izzo et al. Cor. 10, any model) or auto "
-                        "(coupling where it applies). Default: auto.")
+    p.add_argument("--mip-method", choices=("auto", "coupling", "noisy_gradient", "moments"), default="auto",
+                   help="noise calibration of MIPNoiseWrapper: coupling (tight; binary logistic "
+                        "regression and GLMs), noisy_gradient (clipped noisy gradients for the "
+                        "GLMs, accounted by PLD), moments (Izzo et al. Cor. 10, any model) or auto "
+                        "(chosen from the data's shape as the wrapper chooses it: "
+                        "docs/pipelines.md). Default: auto.")
     p.add_argument("--n-rounds", type=int, default=150,
                    help="rounds of swap distances for the coupling calibration (the wrapper's "
                         f"default for a release is {_wrapper_default('n_rounds')}; fewer rounds "

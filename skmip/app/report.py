@@ -25,8 +25,8 @@ NOTE = (
     "tests the promise along the whole ROC with every attack, and emp. eps is the largest DP "
     "epsilon lower bound over the attacks, both at 95% confidence overall (Bonferroni over the "
     "attacks); acc cost = baseline accuracy - row accuracy; calibration: how the row's noise "
-    "was set (MIPNoiseWrapper's method_: coupling, certified or estimated, moments, Izzo et al. "
-    "Cor. 10, or synthetic; the epsilon of a DP learner)."
+    "was set (MIPNoiseWrapper's method_: coupling, certified or estimated, noisy gradients, moments, "
+    "Izzo et al. Cor. 10, or synthetic; the epsilon of a DP learner)."
 )
 
 
@@ -44,6 +44,8 @@ def calibration_of(model):
         return "moments (Cor. 10)"
     if method == "synthetic":
         return "synthetic data (Thm. 3)"
+    if method == "noisy_gradient":
+        return "noisy gradients (PLD)"
     if getattr(model, "epsilon_", None) is not None:
         return f"DP eps={format_up(model.epsilon_)}"
     return None

@@ -321,10 +321,11 @@ def test_progress_names_each_model_and_the_time_left(capsys):
 
 
 def test_a_fit_that_promises_nothing_says_so_instead_of_crashing(tmp_path):
-    """Multinomial logistic regression on iris: the newton engine's swap distances are estimates,
-    so the fitted wrapper states no promise (mip_bound_ None); the row says so."""
+    """Multinomial logistic regression on iris by coupling (auto takes noisy gradients there):
+    the newton engine's swap distances are estimates, so the fitted wrapper states no promise
+    (mip_bound_ None); the row says so."""
     out_json = tmp_path / "audit.json"
-    argv = ["--dataset", "iris", "--estimator", "logreg", "--eta", "0.3", "--defense", "mip",
+    argv = ["--dataset", "iris", "--estimator", "logreg", "--eta", "0.3", "--defense", "mip", "--mip-method", "coupling",
             "--n-models", "4", "--n-subsets", "8", "--n-rounds", "60", "--n-jobs", "1", "-q",
             "--seed", "0", "--json", str(out_json)]
     assert main(argv) == 0
@@ -343,3 +344,24 @@ def test_noisy_sgd_rows_fit_their_batches_in_a_small_game(tmp_path):
     assert main(argv) == 0
     _, rows = _json(out_json)
     assert any(defense.startswith("DP-SGD") for _, defense in rows)
+
+
+def test_auto_mip_method_is_decided_from_the_games_data_as_the_wrapper_decides():
+    """`--mip-method auto` (the default) takes the route the wrapper's "auto" takes on a game's
+    member set (half the pool): coupling for a small binary logistic regression, noisy
+    gradients on a large pool or three classes (docs/pipelines.md), so the command's
+    --n-rounds reach the coupling route only where it runs."""
+    from sklearn.linear_model import LogisticRegression
+
+    from skmip.app.audit_plan import _mip_method
+    from skmip.calibration.routes import auto_route
+    from skmip.calibration.routes.auto import DataShape
+
+    lr = LogisticRegression(C=0.1)
+    assert _mip_method("auto", lr, 10, 2, 569, 0.3) == "coupling"
+    assert _mip_method("auto", lr, 10, 2, 8000, 0.3) == "noisy_gradient"
+    assert _mip_method("auto", lr, 10, 3, 569, 0.3) == "noisy_gradient"
+    assert _mip_method("coupling", lr, 10, 2, 8000, 0.3) == "coupling"
+    # the wrapper's own rule on a member set of 4,000 rows
+    shape = DataShape(n_samples=4000, n_features=10, n_train=2000, classes=np.arange(2), eta=0.3)
+    assert auto_route(lr, "auto", shape)[0].name == "noisy_gradient"
