@@ -270,7 +270,10 @@ def empirical_epsilon(
         * ``"split"``: on the trials with even flat index (of ``np.ravel``) -- the one that
           maximises the bound there -- and the bound is computed from the counts of the
           other half at that threshold. The selection never sees the counts it certifies, so
-          the confidence is honest (up to the dependence between trials of one game).
+          the confidence is honest (up to the dependence between trials of one game). Where
+          that parity split leaves a half with members only or non-members only (a mask
+          that alternates with the index), every other member and every other non-member go
+          to the selection half instead: a split that reads the membership, never the scores.
         * ``"max"``: the largest bound over all thresholds on all trials, as the published
           audits report it. Optimistic: the confidence holds per threshold, not for the max.
         * a float: flag trials with ``score >= threshold``; use all trials.
@@ -306,12 +309,12 @@ def empirical_epsilon(
             return float(np.max(dp_epsilon_lower_bound(tp, fp, n_pos, n_neg, delta=delta, confidence=confidence)))
         if threshold != "split":
             raise ValueError(f"{owner}: threshold must be 'split', 'max' or a float; got {threshold!r}.")
-        sel = np.zeros(s.size, dtype=bool)
-        sel[::2] = True
+        sel = _split_halves(m)
         m_sel, s_sel, m_ev, s_ev = m[sel], s[sel], m[~sel], s[~sel]
         for part, name in ((m_sel, "selection"), (m_ev, "evaluation")):
             if part.all() or not part.any():
-                raise ValueError(f"{owner}: the {name} half has only one class; use threshold='max'.")
+                raise ValueError(f"{owner}: the {name} half has only one class (fewer than 2 trials of "
+                                 "members or of non-members); use threshold='max'.")
         thr, tp, fp, n_pos, n_neg = _roc_counts(m_sel, s_sel)
         bounds = dp_epsilon_lower_bound(tp, fp, n_pos, n_neg, delta=delta, confidence=confidence)
         t = thr[int(np.argmax(bounds))]
@@ -324,6 +327,20 @@ def empirical_epsilon(
     return float(
         dp_epsilon_lower_bound(tp, fp, int(m_ev.sum()), int((~m_ev).sum()), delta=delta, confidence=confidence)
     )
+
+
+def _split_halves(membership):
+    """The selection half of ``empirical_epsilon(threshold="split")``: the even flat indices,
+    or, where they hold one class only (or leave the rest with one), every other trial of each
+    class. Either reads the membership alone, never the scores."""
+    sel = np.zeros(membership.size, dtype=bool)
+    sel[::2] = True
+    if all(part.any() and not part.all() for part in (membership[sel], membership[~sel])):
+        return sel
+    sel[:] = False
+    for cls in (True, False):
+        sel[np.flatnonzero(membership == cls)[::2]] = True
+    return sel
 
 
 @dataclass(frozen=True)

@@ -157,6 +157,20 @@ def test_empirical_epsilon_split_never_sees_its_evaluation_counts(rng):
     assert positives <= stats.binom.ppf(0.999, 200, 0.05)
 
 
+def test_empirical_epsilon_split_of_an_alternating_member_mask(rng):
+    """Members on even indices, non-members on odd ones: the parity split would leave each half
+    one class; every other member and non-member go to the selection half instead, and the
+    bound matches a shuffled copy's in law (randomized response at epsilon 1, 20,000 trials:
+    both just below 1). A mask that leaves a class fewer than 2 trials is refused."""
+    n = 20000
+    member = np.arange(n) % 2 == 0
+    truthful = rng.random(n) < np.e / (1 + np.e)
+    guess = np.where(truthful, member, ~member).astype(float)
+    assert 0.9 < empirical_epsilon(member, guess, delta=0.0) < 1.0
+    with pytest.raises(ValueError, match="has only one class"):
+        empirical_epsilon(np.r_[True, np.zeros(9, dtype=bool)], np.arange(10.0), delta=0.0)
+
+
 # ---------------------------------------------------------------- eta-MIP check
 def test_mip_check_accepts_an_exactly_eta_mip_mechanism(rng):
     """Randomized response with TPR - FPR = 2 eta is exactly eta-MIP (the tight case of
