@@ -195,7 +195,18 @@ def noise_law(wrapper, route, estimator, adapter, data, spread, etas):
         tighten_for=BindingTargets(etas, route.confidence, spread.shares),
     )
     _warn_about_deltas(route, estimator, deltas)
-    law = CouplingNoise(route, spread.scale, deltas, spread.shares, etas)
+    # Halves of D_train (sigma_from="train" with a D_train drawn from D): the law is a function
+    # of D_train, outside the coupling theorem's law fixed given D.
+    fixed_given_D = route.sigma_from == "dataset" or data.train_rows is None
+    if not fixed_given_D and deltas.certified:
+        warnings.warn(
+            f"{_OWNER}: sigma_from='train' measures the noise shape and the swap distances on halves "
+            "of D_train, so the noise law depends on which rows were drawn; the coupling bound holds "
+            "for a law fixed given D (sigma_from='dataset', the default), so no eta is promised: "
+            "mip_bound_ and coupling_eta_upper_ are None.",
+            PrivacyWarning, stacklevel=5,
+        )
+    law = CouplingNoise(route, spread.scale, deltas, spread.shares, etas, fixed_given_D=fixed_given_D)
     spread.shares = None  # per-row exposures of private rows: never kept
     return law, deltas.polished, deltas.certified
 
@@ -272,8 +283,8 @@ def release(adapter, data, spread, law, base, theta, etas, classes):
         adapter.scrub(released)
         # Definition 1 covers a noise law fixed given D; with train_size=1.0 it is a function
         # of D_train and nothing is promised (warn_no_promise_on_given_subset); nor is anything
-        # where the coupling distances are estimates, not bounds.
-        promised = not data.given_subset and (spread.method != "coupling" or noise_attrs["coupling_certified_"])
+        # where the coupling distances are estimates, not bounds, or measured on D_train.
+        promised = not data.given_subset and (spread.method != "coupling" or law.promises)
         attrs = {
             "estimator_": released if data.route is None else data.route.release(data.transformers, released),
             "sigma_": spread.sigma,

@@ -140,6 +140,11 @@ class _PaidLaw:
     def __init__(self, law, coverage):
         self.law, self.coverage = law, coverage
 
+    @property
+    def promises(self):
+        """Whether the wrapped coupling law's bound is a theorem (certified, fixed given D)."""
+        return self.law.promises
+
     def draw(self, eta, rng):
         noise, attrs = self.law.draw(self.coverage.calibration_eta(eta), rng)
         for key in ("coupling_eta_upper_", "coupling_eta_point_"):

@@ -46,6 +46,20 @@ def test_coupling_meets_eta_with_confidence_and_keeps_utility(small):
     assert w.score(X, y) > 0.8
 
 
+def test_coupling_measured_on_d_train_promises_nothing(small):
+    """sigma_from="train": the shape and the swap distances come from halves of D_train, so the
+    noise law depends on the rows drawn, outside the coupling theorem (a law fixed given D):
+    certified distances, but no eta promised, with a PrivacyWarning saying why."""
+    from skmip.calibration.routes import CouplingRoute
+
+    X, y = small
+    with pytest.warns(PrivacyWarning, match="sigma_from='train' .* no eta is promised"):
+        w = MIPNoiseWrapper(LogisticRegression(C=0.1), eta=0.3, random_state=0,
+                            method=CouplingRoute(sigma_from="train", n_rounds=150)).fit(X, y)
+    assert w.coupling_certified_ and w.mip_bound_ is None and w.coupling_eta_upper_ is None
+    assert w.target_eta_ == 0.3
+
+
 def test_noise_scale_is_the_bound_on_the_swap_distances(small):
     """Recompute the calibration from the same seeds: the wrapper's s is coupling_noise_scale
     of estimate_swap_deltas over halves of the data (train_size=1.0, diagonal shape)."""

@@ -74,7 +74,8 @@ class CouplingRoute(CalibrationRoute):
     sigma_from : {"dataset", "train"}, default="dataset"
         Where the shape and the swap distances are measured. ``"dataset"``: over random subsets
         of D of the size of D_train, a function of D only (Definition 1). ``"train"``: over
-        random halves of D_train, as Algorithm 1 prints it.
+        random halves of D_train, as Algorithm 1 prints it; the noise law then depends on
+        D_train, outside the coupling theorem, and no eta is stated (``mip_bound_`` None).
 
     Notes
     -----
@@ -193,10 +194,13 @@ class CouplingNoise:
     """Gaussian noise s * L z (or s * w * z) with s the smallest scale whose coupling bound
     meets eta, for a shape L (or w) fixed given the dataset."""
 
-    def __init__(self, route, scale, deltas, shares=None, etas=()):
+    def __init__(self, route, scale, deltas, shares=None, etas=(), fixed_given_D=True):
         self.scale, self.confidence = scale, route.confidence
         self.engine = deltas.engine
         self.certified = deltas.certified  # proven upper bounds (or exact), not estimates
+        # The coupling bound is a theorem for a noise law fixed given D; measured on halves of
+        # D_train (sigma_from="train") the law depends on D_train, and no eta is promised.
+        self.promises = self.certified and fixed_given_D
         # eta -> calibration, each distinct eta once (a path repeats eta for fresh draws).
         # All are computed here, so the swap distances (per-record sensitivities of private
         # rows, and at large n the biggest array of the fit) are not kept.
@@ -214,7 +218,7 @@ class CouplingNoise:
         return noise, {
             "noise_scale_": float(cal.noise_scale),
             "noise_scale_point_": float(cal.noise_scale_point),
-            "coupling_eta_upper_": None if cal.eta_upper is None or not self.certified else float(cal.eta_upper),
+            "coupling_eta_upper_": None if cal.eta_upper is None or not self.promises else float(cal.eta_upper),
             "coupling_certified_": bool(self.certified),
             "coupling_eta_point_": float(cal.eta_point),
             "sensitivity_engine_": self.engine,
