@@ -57,7 +57,8 @@ import numpy as np
 from skmip.bounds.rounding import relative_error, round_up
 from skmip.utils.validation import check_int, check_interval, check_option
 
-__all__ = ["dpsgd_epsilon", "dpsgd_delta", "dpsgd_eta", "dpsgd_noise_multiplier"]
+__all__ = ["dpsgd_epsilon", "dpsgd_delta", "dpsgd_eta", "dpsgd_noise_multiplier", "smallest_passing_noise",
+           "SEARCH_DISCRETIZATION"]
 
 _ADJACENCIES = ("add_remove", "replace_one")
 _SAMPLINGS = ("poisson", "fixed")
@@ -67,9 +68,11 @@ _SAMPLINGS = ("poisson", "fixed")
 #: a thousand steps.
 DISCRETIZATION = 1e-4
 
-#: A coarse grid for the bisection of :func:`dpsgd_noise_multiplier`; its answer is then
-#: checked (and raised if needed) on the fine grid, which is what is reported.
-_SEARCH_DISCRETIZATION = 1e-2
+#: A coarse grid that steers the searches for a noise multiplier (:func:`dpsgd_noise_multiplier`,
+#: :func:`skmip.calibration.noisy_gradient.noise_multiplier_for_eta`); their answer is then
+#: bracketed again on the fine grid, which is what is reported. Pessimistic, so a multiplier
+#: that passes on it passes on the fine grid.
+SEARCH_DISCRETIZATION = 1e-2
 
 
 def _dp_accounting():
@@ -403,23 +406,59 @@ def dpsgd_noise_multiplier(epsilon, delta, sample_rate, n_steps, *, sampling="po
         return dpsgd_epsilon(s, sample_rate, n_steps, d, sampling=sampling, adjacency=adjacency,
                              discretization=grid)
 
-    lo, hi = 0.0, 1.0
-    while eps(hi, _SEARCH_DISCRETIZATION) > target:
-        lo, hi = hi, 2.0 * hi
-        if hi > 1e6:
-            raise ValueError(f"{owner}: no noise multiplier below 1e6 reaches epsilon={epsilon!r}.")
-    while hi - lo > 1e-3 * hi:
-        mid = 0.5 * (lo + hi)
-        lo, hi = (lo, mid) if eps(mid, _SEARCH_DISCRETIZATION) <= target else (mid, hi)
-    # The coarse grid is pessimistic, so the fine answer lies at or below hi: bracket it
-    # on the fine grid and bisect again (a few evaluations).
-    fine = float(discretization)
-    while eps(hi, fine) > target:
-        lo, hi = hi, hi * 1.01
-    lo = hi / 1.05
-    while lo > 0 and eps(lo, fine) <= target:
-        hi, lo = lo, lo / 1.05
-    while hi - lo > 1e-3 * hi:
-        mid = 0.5 * (lo + hi)
-        lo, hi = (lo, mid) if eps(mid, fine) <= target else (mid, hi)
+    def too_much():
+        return ValueError(f"{owner}: no noise multiplier below 1e6 reaches epsilon={epsilon!r}.")
+
+    # Steered on the coarse grid (pessimistic: its answer is at or above the fine one), then
+    # bracketed and bisected again on the reported grid, whose values alone decide.
+    coarse = smallest_passing_noise(lambda s: eps(s, SEARCH_DISCRETIZATION) <= target, 1.0, limit=1e6,
+                                    too_much=too_much)
+    return smallest_passing_noise(lambda s: eps(s, float(discretization)) <= target, coarse, limit=1e6,
+                                  too_much=too_much)
+
+
+def smallest_passing_noise(passes, start, *, tolerance=1e-3, floor=0.0, limit, too_much) -> float:
+    """The smallest noise multiplier that passes a monotone test, to ``tolerance`` (relative).
+
+    The searches for a noise multiplier share it: ``passes(sigma)`` holds from some sigma on
+    (more noise, a smaller privacy loss), and the result is the upper end ``hi`` of a bracket
+    ``[lo, hi]`` with ``passes(hi)`` true, ``passes(lo)`` false and ``hi - lo <= tolerance * hi``
+    (or ``lo`` below ``floor``): the returned value itself passed, so a guarantee read at it
+    never rests on an interpolation.
+
+    Parameters
+    ----------
+    passes : callable
+        ``passes(sigma) -> bool``, non-decreasing in ``sigma``.
+    start : float
+        Where the bracket starts (> 0): grown by 1.25 until it passes, then shrunk.
+    tolerance : float, default=1e-3
+        Relative width of the final bracket.
+    floor : float, default=0.0
+        The search stops going down below it.
+    limit : float
+        The largest multiplier tried.
+    too_much : callable
+        ``too_much()`` returns the exception raised when nothing up to ``limit`` passes.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(smallest_passing_noise(lambda s: s >= 3.0, 1.0, limit=10.0, too_much=ValueError), 2)
+    3.0
+    """
+    hi = float(start)
+    while not passes(hi):
+        hi *= 1.25
+        if hi > limit:
+            raise too_much()
+    lo = hi / 1.25
+    while lo > floor and passes(lo):
+        hi, lo = lo, lo / 1.25
+    while hi - lo > tolerance * hi:
+        mid = math.sqrt(lo * hi)
+        lo, hi = (lo, mid) if passes(mid) else (mid, hi)
     return float(hi)

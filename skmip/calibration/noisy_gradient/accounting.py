@@ -19,9 +19,7 @@ would be ``q k / n``): the bound is valid, and conservative by that much.
 
 from __future__ import annotations
 
-import math
-
-from skmip.bounds.accounting import dpsgd_eta
+from skmip.bounds.accounting import SEARCH_DISCRETIZATION, dpsgd_eta, smallest_passing_noise
 from skmip.utils.validation import check_eta, check_int, check_interval
 
 __all__ = ["noise_multiplier_for_eta"]
@@ -35,9 +33,6 @@ MAX_NOISE_MULTIPLIER = 1e4
 #: Below this noise multiplier the search stops going down (the privacy loss distributions
 #: grow without bound as sigma -> 0; no target eta < 0.5 is met there at any useful run).
 _MIN_NOISE_MULTIPLIER = 1e-2
-
-#: The PLD grid that steers the search (fast, pessimistic); the reported grid decides.
-_SEARCH_DISCRETIZATION = 1e-2
 
 
 def noise_multiplier_for_eta(eta, sample_rate, n_steps) -> tuple[float, float]:
@@ -93,29 +88,17 @@ def noise_multiplier_for_eta(eta, sample_rate, n_steps) -> tuple[float, float]:
     zero = dpsgd_eta(0.0, q, steps)
     if zero <= target:
         return 0.0, zero
+    def too_much():
+        return ValueError(
+            f"{owner}: no noise multiplier up to {MAX_NOISE_MULTIPLIER:g} reaches eta={eta!r} "
+            f"at sample_rate={q!r} and n_steps={steps}; take fewer steps or a smaller rate."
+        )
+
+    search = dict(floor=_MIN_NOISE_MULTIPLIER, limit=MAX_NOISE_MULTIPLIER, too_much=too_much)
     # Steer on the coarse grid (pessimistic, so its answer is at or above the fine one) ...
-    coarse = _bisect(lambda s: dpsgd_eta(s, q, steps, discretization=_SEARCH_DISCRETIZATION) <= target,
-                     1.0, 1e-2, owner, eta, q, steps)
+    coarse = smallest_passing_noise(lambda s: dpsgd_eta(s, q, steps, discretization=SEARCH_DISCRETIZATION) <= target,
+                                    1.0, tolerance=1e-2, **search)
     # ... then bracket and bisect on the reported grid, whose values alone are returned.
-    fine = _bisect(lambda s: dpsgd_eta(s, q, steps) <= target, coarse, RELATIVE_TOLERANCE, owner, eta, q, steps)
+    fine = smallest_passing_noise(lambda s: dpsgd_eta(s, q, steps) <= target, coarse,
+                                  tolerance=RELATIVE_TOLERANCE, **search)
     return float(fine), float(dpsgd_eta(fine, q, steps))
-
-
-def _bisect(passes, start, tolerance, owner, eta, q, steps):
-    """The upper end of a bracket ``[lo, hi]`` within ``tolerance`` (relative) where ``passes(hi)``
-    holds and ``passes(lo)`` does not (``passes`` is monotone: more noise, smaller eta)."""
-    hi = start
-    while not passes(hi):
-        hi *= 1.25
-        if hi > MAX_NOISE_MULTIPLIER:
-            raise ValueError(
-                f"{owner}: no noise multiplier up to {MAX_NOISE_MULTIPLIER:g} reaches eta={eta!r} "
-                f"at sample_rate={q!r} and n_steps={steps}; take fewer steps or a smaller rate."
-            )
-    lo = hi / 1.25
-    while lo > _MIN_NOISE_MULTIPLIER and passes(lo):
-        hi, lo = lo, lo / 1.25
-    while hi - lo > tolerance * hi:
-        mid = math.sqrt(lo * hi)
-        lo, hi = (lo, mid) if passes(mid) else (mid, hi)
-    return hi
