@@ -24,6 +24,8 @@ from skmip.calibration.swap.certify import RELEASE_TOL, ball_radius
 
 #: Elements of one (rows x pairs) array of the second stage (per fit and chunk of its pairs).
 _ROW_ELEMENTS = 2**21
+#: Elements (rows x pairs) of one stack of fits run together (cache-sized).
+_GROUP_ELEMENTS = 2**15
 #: A fit joins a stack of fits whose largest count of pairs is at most 1/_PADDING of its own.
 _PADDING = 0.8
 
@@ -66,16 +68,16 @@ def _groups(c, k):
     """The fits (indices) with pairs, ``c`` of them each, in stacks run together: the fits
     with one pair apart (a stack of width 1: matrix-vector products, as for one fit's single
     column); the others by decreasing count, a new stack where the padding would pass
-    ``_PADDING`` of the count or the stack ``_ROW_ELEMENTS`` (rows x pairs) elements."""
+    ``_PADDING`` of the count or the stack ``_GROUP_ELEMENTS`` (rows x pairs) elements."""
     one = np.flatnonzero(c == 1)
-    per = max(1, _ROW_ELEMENTS // max(k, 1))
+    per = max(1, _GROUP_ELEMENTS // max(k, 1))
     for g in range(0, one.size, per):
         yield one[g:g + per]
     more = np.flatnonzero(c >= 2)
     more = more[np.argsort(-c[more], kind="stable")]
     start = 0
     for i in range(1, more.size + 1):
-        if i == more.size or c[more[i]] < _PADDING * c[more[start]] or (i - start + 1) * k * c[more[start]] > _ROW_ELEMENTS:
+        if i == more.size or c[more[i]] < _PADDING * c[more[start]] or (i - start + 1) * k * c[more[start]] > _GROUP_ELEMENTS:
             yield np.sort(more[start:i])
             start = i
 

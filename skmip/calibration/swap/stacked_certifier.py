@@ -115,7 +115,10 @@ class StackCertifier(PairCertifier):
         """:meth:`PairCertifier.tighten` for pairs of the fits ``fit``, each with its own fit's
         floor (the median of its fit's distances)."""
         fit = np.broadcast_to(fit, dist.shape)
-        floor = np.array([self._floor(dist[fit == b]) for b in range(self.H.shape[0])])
+        # The pairs of each fit are together: one slice of the flat layout per fit.
+        ends = np.searchsorted(fit.ravel(), np.arange(self.H.shape[0] + 1))
+        flat = dist.ravel()
+        floor = np.array([self._floor(flat[a:b]) for a, b in zip(ends[:-1], ends[1:])])
         return self._tighten_fits(dist, certified, x_rows, e_rows, c_e, c_x, fit, floor[fit])
 
     def _stage(self):
