@@ -8,6 +8,7 @@ on breast cancer, larger by 5e-16; docs/coupling.md, "Certifying a batch of fits
 
 import numpy as np
 import pytest
+from sklearn.linear_model import LogisticRegression
 
 from skmip.calibration.swap import batched, estimate_swap_deltas
 from skmip.calibration.swap.influence import _assemble_sq, _norms, _pair_coefficients
@@ -30,8 +31,6 @@ def _data():
 
 @pytest.mark.parametrize("lazy", [False, True])
 def test_a_batch_certified_at_once_equals_its_fits_certified_one_by_one(lazy, monkeypatch):
-    from sklearn.linear_model import LogisticRegression
-
     X, y = _data()
     init = StackCertifier.__init__
     seen = {"fits": 0, "loose": 0}
