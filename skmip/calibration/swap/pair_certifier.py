@@ -2,7 +2,9 @@ r"""Certified distances of the pairs of one fit: :class:`PairCertifier`.
 
 The closed-form certificate of :mod:`skmip.calibration.swap.certify` first; the pairs it
 leaves loose get chord steps over the rows and the ball lemma, then, where still loose, an
-exact solve certified by its own gradient (docs/coupling.md, "Certified distances").
+exact solve certified by its own gradient (docs/coupling.md, "Certified distances"). The
+second stage is :class:`~.second_stage.SecondStage` (here a stack of one fit); the batched
+engine certifies many fits at once with the subclass :class:`~.stacked_certifier.StackCertifier`.
 """
 
 from __future__ import annotations
