@@ -8,7 +8,9 @@ on breast cancer, larger by 5e-16; docs/coupling.md, "Certifying a batch of fits
 
 import numpy as np
 import pytest
+from sklearn.datasets import load_breast_cancer
 from sklearn.linear_model import LogisticRegression
+from sklearn.preprocessing import StandardScaler
 
 from skmip.calibration.swap import batched, estimate_swap_deltas
 from skmip.calibration.swap.influence import _assemble_sq, _norms, _pair_coefficients
@@ -20,13 +22,9 @@ RTOL = 1e-12
 
 
 def _data():
-    """A column that 3 of 151 rows hold (rows of high leverage: many loose pairs)."""
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(151, 6))
-    X[:, 5] = 0.0
-    X[[3, 50, 100], 5] = 4.0
-    y = (rng.random(151) < 1 / (1 + np.exp(-X[:, :5] @ [1, -1, 0.5, 0, 2] - 2 * X[:, 5]))).astype(int)
-    return X, y
+    """151 rows of standardized breast cancer (k = 90: fits of a few hundred loose pairs)."""
+    X, y = load_breast_cancer(return_X_y=True)
+    return StandardScaler().fit_transform(X)[:151], y[:151]
 
 
 @pytest.mark.parametrize("lazy", [False, True])
@@ -67,7 +65,7 @@ def test_a_batch_certified_at_once_equals_its_fits_certified_one_by_one(lazy, mo
 
     monkeypatch.setattr(StackCertifier, "__init__", spy_init)
     monkeypatch.setattr(batched, "_certified_matched", checked)
-    d = estimate_swap_deltas(LogisticRegression(C=1.0), X, y, scale=np.full(7, 0.05), train_size=90, n_rounds=12,
+    d = estimate_swap_deltas(LogisticRegression(C=1.0), X, y, scale=np.full(31, 0.05), train_size=90, n_rounds=12,
                              random_state=5, polish=True)
     assert np.isfinite(d.distances).all()
     assert seen["fits"] >= 12 and seen["loose"] > 0  # batches of several fits, with loose pairs
