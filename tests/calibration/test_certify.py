@@ -6,7 +6,7 @@ from scipy.special import lambertw
 from sklearn.linear_model import LogisticRegression, PoissonRegressor
 
 from skmip.calibration.swap import polish_to_minimiser
-from skmip.calibration.swap import certify, pair_certifier, row_sums
+from skmip.calibration.swap import certify, pair_certifier, row_sums, second_stage
 from skmip.calibration.swap.certify import ball_radius, remainder_ratio
 from skmip.calibration.swap.pair_certifier import PairCertifier
 from skmip.calibration.swap.influence import _prepare, _take
@@ -174,14 +174,14 @@ def test_closed_form_bounds_the_exact_distance_with_split_row_sums(monkeypatch):
 
 
 def test_second_stage_row_terms_equal_the_row_by_row_formula():
-    # The second stage sums its rows by matrix products, in place (pair_certifier._FitRows);
+    # The second stage sums its rows by matrix products, in place (second_stage.FitRows);
     # here each pair's gradient weights and second-order bound are summed row by row, as
     # written in docs/coupling.md (stage 2).
     FH, curv, lev, unorm, F, hinv, H = _row_sums_case()
     block = _row_sums_fit()[0]
     glm, theta0 = block.glm, block.theta
     P = _regulariser_hessian(block, H)
-    rows = pair_certifier._FitRows(glm, H, theta0, block.regularizer_gradient - theta0 @ P, P, curv, lev, unorm)
+    rows = second_stage.FitRows(glm, H, theta0, block.regularizer_gradient - theta0 @ P, P, curv, lev, unorm)
     rng = np.random.default_rng(1)
     m = 9
     delta = rng.normal(scale=0.3, size=(H.size, m))

@@ -137,6 +137,27 @@ def _lambertw0_negative(z):
     return w
 
 
+def fit_constants(hinv, residual, whiten, gsc, leverage, nu="eigen"):
+    r"""The constants of :class:`FitCertificate` for a stack of fits: ``(nu, lam, g0,
+    out_error, leverage)``, arrays over the fits (``leverage`` clipped at 0, (B, k)).
+
+    ``hinv`` (B, D, D), ``residual`` (B, D), ``leverage`` (B, k): each fit's :math:`K^{-1}`,
+    :math:`\nabla F_H(\theta_0)` and :math:`x_i^\top K^{-1} x_i`. The products are those of
+    one fit (BLAS per matrix), so a fit's constants do not depend on the fits beside it.
+    """
+    W = whiten(np.eye(hinv.shape[-1]))  # rows: whitened images of the unit vectors
+    M = W.T @ hinv @ W
+    # The largest eigenvalue, or (nu="trace", cheaper) the trace, which bounds it.
+    top = (np.array([np.trace(m) for m in M]) if nu == "trace"
+           else linalg.eigvalsh(0.5 * (M + np.swapaxes(M, -1, -2)))[..., -1])
+    nu_ = np.maximum(top, 0.0)
+    lam = leverage.max(axis=-1) if leverage.shape[-1] else np.zeros(leverage.shape[:-1])
+    g2 = ((residual[:, None, :] @ hinv) @ residual[:, :, None])[:, 0, 0]
+    g0 = np.sqrt(np.maximum(g2, 0.0))
+    r_out = ball_radius(g0, 0.0, float(gsc) * np.sqrt(lam))
+    return nu_, lam, g0, np.sqrt(nu_) * r_out, np.maximum(leverage, 0.0)
+
+
 class FitCertificate:
     r"""What one fit on :math:`H` contributes to every pair's certificate.
 
@@ -172,19 +193,11 @@ class FitCertificate:
     """
 
     def __init__(self, hinv, features, residual, whiten, gsc, nu="eigen", leverage=None):
-        W = whiten(np.eye(hinv.shape[0]))  # rows: whitened images of the unit vectors
-        M = W.T @ hinv @ W
-        # The largest eigenvalue, or (nu="trace", cheaper) the trace, which bounds it.
-        top = np.trace(M) if nu == "trace" else linalg.eigvalsh(0.5 * (M + M.T))[-1]
-        self.nu = float(max(top, 0.0))
         if leverage is None:
             leverage = ((features @ hinv) * features).sum(axis=1)  # x_i' K^-1 x_i
-        self.leverage = np.maximum(leverage, 0.0)
-        self.lam = float(np.max(leverage)) if np.size(leverage) else 0.0
-        self.g0 = float(np.sqrt(max(residual @ hinv @ residual, 0.0)))
-        self.gsc = float(gsc)
-        r_out = ball_radius(self.g0, 0.0, self.gsc * np.sqrt(self.lam))
-        self.out_error = float(np.sqrt(self.nu) * r_out)
+        consts = fit_constants(hinv[None], residual[None], whiten, gsc, np.asarray(leverage)[None], nu)
+        self.nu, self.lam, self.g0, self.out_error = (float(c[0]) for c in consts[:4])
+        self.leverage, self.gsc = consts[4][0], float(gsc)
 
     def pair_bound(self, dist, bound, det, c_e, c_x, norms_e, norms_x, e_rows, x_rows, sums):
         r"""Certified upper bounds on the exact distances of pairs, from the engine's

@@ -112,13 +112,14 @@ def _matched_distances(sides, whitener, newton):
     return np.sqrt(_assemble_sq(terms, False, whitener.diagonal))
 
 
-def _certified_matched(cert, side, whitener):
-    """Certified distances of matched pairs (one generalised-linear block): :mod:`.certify`."""
+def _certified_matched(cert, side, whitener, **fit):
+    """Certified distances of matched pairs (one generalised-linear block): :mod:`.certify`.
+    ``fit``: each pair's fit, for a :class:`~.stacked_certifier.StackCertifier`."""
     pe, px, glm = side
     c_e, c_x, det = _pair_coefficients(pe, px, glm, True, cross=False, details=True)
     dist = np.sqrt(_assemble_sq([(pe, px, c_e, c_x)], False, whitener.diagonal))
-    bound = cert.bound(dist, _norms(pe), _norms(px), c_e, c_x, det, pe["rows"], px["rows"])
-    return cert.tighten(dist, bound, px["rows"], pe["rows"], c_e, c_x, det)
+    bound = cert.bound(dist, _norms(pe), _norms(px), c_e, c_x, det, pe["rows"], px["rows"], **fit)
+    return cert.tighten(dist, bound, px["rows"], pe["rows"], c_e, c_x, det, **fit)
 
 
 def _refine_fit(block, factor, P, H, px, cols, e_rows, whitener):

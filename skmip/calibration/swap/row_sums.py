@@ -19,9 +19,10 @@ _SUMS_ELEMENTS = 2**19
 _SUMS_CHUNK = 2**14
 
 
-def _column_sums(weights, M):
-    """``weights @ M`` summed row after row (the same rounding for any memory layout)."""
-    return np.add.reduce(weights[:, None] * M, axis=0)
+def _column_sums(weights, M, out=None):
+    """``weights @ M`` summed row after row (the same rounding for any memory layout);
+    ``out``: a buffer shaped as ``M`` for the products."""
+    return np.add.reduce(np.multiply(weights[:, None], M, out=out), axis=0)
 
 
 class RowSums:
@@ -80,14 +81,16 @@ class RowSums:
         width = max(1, _SUMS_ELEMENTS // max(l.size, 1))  # (|S|, width) temporaries
         for a in range(0, rows.size, width):
             c = slice(a, a + width)
-            a_S = np.abs(xS @ xi[c].T)  # (|S|, chunk): |h_ij|, i in S
+            a_S = xS @ xi[c].T
+            np.abs(a_S, out=a_S)  # (|S|, chunk): |h_ij|, i in S
             reach = a_S.max(axis=0) if l.size else np.zeros(a_S.shape[1])
             h2 = np.multiply(a_S, a_S, out=a_S)
             # Column sums in a fixed order (a BLAS matrix-vector product may round by
             # alignment, and the distances must not depend on how rounds were split).
-            weighted = _column_sums(l * u, h2)  # squared for now
-            squared = _column_sums(l * u * u, h2)  # squared for now
-            quartic = _column_sums(l, np.multiply(h2, h2, out=h2))  # to the 4th power for now
+            buf = np.empty_like(h2)
+            weighted = _column_sums(l * u, h2, buf)  # squared for now
+            squared = _column_sums(l * u * u, h2, buf)  # squared for now
+            quartic = _column_sums(l, np.multiply(h2, h2, out=h2), buf)  # to the 4th power for now
             if self._split:
                 hjj = np.maximum(h[c], 0.0)
                 lam_c, u_c = self._lam_c, self._u_c

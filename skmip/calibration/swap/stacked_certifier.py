@@ -1,0 +1,132 @@
+r"""Certified distances of the pairs of a stack of fits at once: :class:`StackCertifier`.
+
+The batched engine (:mod:`.batched`) fits a chunk of rounds together; its fits are small
+(breast cancer: 213 rows, 31 parameters, 426 pairs), and certifying them fit by fit with
+:class:`~.pair_certifier.PairCertifier` spent most of a certified calibration on the fixed
+cost of numpy calls. Here the three stages of docs/coupling.md, "Certified distances", run
+on the pairs of every fit of the chunk together, each pair read at its own fit: the closed
+form (:meth:`~.certify.FitCertificate.pair_bound`, elementwise with each fit's constants
+and row sums), the second stage (:class:`~.second_stage.SecondStage`, the fits stacked),
+and the exact solves (pair by pair, in the order of the fits). The arithmetic of each pair
+is that of its fit certified alone, so are the bounds.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from skmip.calibration.swap.certify import FitCertificate, fit_constants
+from skmip.calibration.swap.pair_certifier import PairCertifier
+from skmip.calibration.swap.row_sums import _SUMS_CHUNK, RowSums
+from skmip.calibration.swap.second_stage import SecondStage, _mv, _vm
+
+
+class _Constants(NamedTuple):
+    """The constants of :class:`~.certify.FitCertificate` that its ``pair_bound`` reads, one
+    value per pair (its fit's)."""
+
+    nu: np.ndarray
+    lam: np.ndarray
+    g0: np.ndarray
+    gsc: float
+    out_error: np.ndarray
+
+
+class _Sums(NamedTuple):
+    """The row sums of :class:`~.row_sums.RowSums` of every fit, flat (fit b's row j at
+    ``b n + j``), and ``top`` per pair."""
+
+    reach: np.ndarray
+    quartic: np.ndarray
+    weighted: np.ndarray
+    squared: np.ndarray
+    top: np.ndarray
+
+
+class StackCertifier(PairCertifier):
+    r"""Certified distances of the pairs of B fits (one generalised-linear block each).
+
+    Parameters
+    ----------
+    glm : GLMTerms
+        The block's rows (features, loss derivatives).
+    theta, reg0, residual : ndarray (B, D)
+        Each fit's minimiser, regulariser gradient and residual gradient
+        :math:`\nabla F_H(\theta_0)`.
+    P : ndarray (D, D)
+        The regulariser's Hessian.
+    Hinv : ndarray (B, D, D)
+        Each fit's :math:`K^{-1}`.
+    H : ndarray (B, k)
+        Each fit's rows.
+    whitener, index
+        The noise shape's whitening and the block's coordinates.
+    xi, h : ndarray (B, n, D), (B, n)
+        :math:`K^{-1}x_j` and :math:`h_{jj}` of every row of :math:`\mathcal{D}` at each fit.
+    cache : dict, optional
+        Exact minimisers by training set (the job's).
+    targets : ndarray of bool, optional
+        Lazy certification's targets (:class:`~.pair_certifier.PairCertifier`).
+
+    Notes
+    -----
+    :meth:`bound` and :meth:`tighten` take ``fit``, each pair's fit (laid out as the pairs,
+    the pairs of each fit together and in the order of the fits).
+    """
+
+    def __init__(self, glm, theta, reg0, P, Hinv, H, residual, whitener, index, xi, h, cache=None, targets=None):
+        self.targets = targets
+        self.glm, self.theta0, self.P, self.hinv, self.H = glm, theta, P, Hinv, H
+        self.cache = {} if cache is None else cache
+        self.reg_const = reg0 - _vm(theta, P)  # the same function for every fit
+        self.whiten = lambda V: whitener.apply(V, index)
+        B, n = H.shape[0], glm.features.shape[0]
+        at_H = (np.arange(B)[:, None], H)
+        self.unorm = np.linalg.norm(self.whiten(xi[at_H]), axis=-1)
+        self.curv = glm.d2loss(_mv(glm.features[H], theta), H)
+        # Each fit's FitCertificate constants (nu, lam, g0, out_error), arrays over the fits.
+        *self.consts, self.lev = fit_constants(Hinv, residual, self.whiten, glm.gsc, h[at_H])
+        sums = [RowSums(glm.features, H[b], self.curv[b], self.lev[b], self.unorm[b]) for b in range(B)]
+        for b, s in enumerate(sums):
+            for a in range(0, n, _SUMS_CHUNK):  # the chunks in which one fit's rows are summed
+                c = slice(a, a + _SUMS_CHUNK)
+                s.fill(np.arange(n)[c], xi[b, c], h[b, c])
+        self._n = n
+        self._reach = np.stack([s.reach for s in sums])
+        self._flat = [np.concatenate([getattr(s, key) for s in sums]) for key in ("quartic", "weighted", "squared")]
+        self._top = np.array([s.top for s in sums])
+        self._second = None
+
+    def bound(self, dist, norms_e, norms_x, c_e, c_x, det, e_rows, x_rows, fit):
+        """Closed-form bounds (:meth:`~.certify.FitCertificate.pair_bound`) of pairs of the
+        fits ``fit``, each with its fit's constants and row sums."""
+        top = np.abs(c_e) * norms_e + np.abs(c_x) * norms_x
+        nu, lam, g0, out_error = (c[fit] for c in self.consts)
+        consts = _Constants(nu, lam, g0, float(self.glm.gsc), out_error)
+        sums = _Sums(self._reach.ravel(), *self._flat, self._top[fit])
+        at = fit * self._n
+        # pair_bound reads only these constants: each pair's are its fit's.
+        return FitCertificate.pair_bound(consts, dist, top, det, c_e, c_x, norms_e, norms_x, at + e_rows,
+                                         at + x_rows, sums)
+
+    def tighten(self, dist, certified, x_rows, e_rows, c_e, c_x, det, fit):
+        """:meth:`PairCertifier.tighten` for pairs of the fits ``fit``, each with its own fit's
+        floor (the median of its fit's distances)."""
+        fit = np.broadcast_to(fit, dist.shape)
+        # The pairs of each fit are together: one slice of the flat layout per fit.
+        ends = np.searchsorted(fit.ravel(), np.arange(self.H.shape[0] + 1))
+        flat = dist.ravel()
+        floor = np.array([self._floor(flat[a:b]) for a, b in zip(ends[:-1], ends[1:])])
+        return self._tighten_fits(dist, certified, x_rows, e_rows, c_e, c_x, fit, floor[fit])
+
+    def _stage(self):
+        if self._second is None:
+            nu, lam, _, out_error = self.consts
+            self._second = SecondStage(self.glm, self.H, self.theta0, self.reg_const, self.P, self.hinv, self.curv,
+                                       self.lev, self.unorm, (lam, nu, out_error), self._reach, self.whiten)
+        return self._second
+
+    def _fit_data(self, b):
+        return self.H[b], self.theta0[b], self.hinv[b], self.reg_const[b], float(self.consts[3][b])
