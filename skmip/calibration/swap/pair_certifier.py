@@ -30,7 +30,7 @@ class PairCertifier:
 
     The engine's estimates become upper bounds by :meth:`FitCertificate.pair_bound`; a pair
     whose bound is infinite, or exceeds its estimate by more than ``FALLBACK_RTOL``, is
-    solved to convergence (:func:`exact_distance_bound`), which is certified by its own
+    solved to convergence (:func:`.certify.exact_minimiser`), which is certified by its own
     gradient and Hessian. ``block`` is the fit's :class:`~.losses.LossBlock` on ``H``,
     ``factor`` its Hessian's Cholesky factor, ``P`` the regulariser's Hessian. ``targets``
     (a boolean mask over the rows of D) limits the later stages to the pairs of those
