@@ -151,8 +151,9 @@ def one_run_epsilon(in_scores, out_scores, *, delta, confidence=0.95, method="fd
         How an int (and ``"auto"``) splits: ``"two-sided"`` guesses "in" for the top half of
         the guesses and "out" for the bottom half (Steinke et al.'s ``k_+`` and ``k_-``);
         ``"one-sided"`` guesses "in" only (jax-privacy's guesser). Two-sided guessing uses the
-        evidence at both ends of the scores: 15% to 31% higher bounds on the Gaussian
-        mechanism (docs/auditing.md, "Two-sided guesses").
+        evidence at both ends of the scores: 14% to 26% higher bounds on the Gaussian
+        mechanism; lower where the evidence sits at one end only (docs/auditing.md, "Two-sided
+        guesses and why the printed bound is valid").
 
     Returns
     -------
