@@ -4,7 +4,8 @@ Run:  python benchmarks/bench_one_run.py [--reps 200] [--quick]
 
 Each repetition draws m = 1000 canaries, each included with probability 1/2, runs a mechanism
 whose privacy is known exactly, and computes :func:`skmip.audit.one_run_epsilon` from its
-output with every method at 95% confidence:
+output with every method at 95% confidence, each with two-sided guesses (the default: "in" for
+the highest scores, "out" for the lowest) and with one-sided guesses ("in" only):
 
 - **Gaussian**: canary i's output is ``mu * S_i + N(0, 1)``, exactly mu-GDP in each canary's
   inclusion, so exactly (epsilon, delta)-DP at ``epsilon = gdp_to_dp(mu, delta)``;
@@ -38,7 +39,8 @@ from skmip.bounds.gdp import gdp_to_dp
 
 DELTA = 1e-5
 M = 1000
-METHODS = (("steinke", "gaussian"), ("fdp", "dp"), ("fdp", "gaussian"))
+METHODS = tuple((method, tradeoff, guesses) for method, tradeoff in (("steinke", "dp"), ("fdp", "dp"), ("fdp", "gaussian"))
+                for guesses in ("two-sided", "one-sided"))
 
 
 def _gaussian(rng, mu):
@@ -62,14 +64,15 @@ def run(reps, seed):
     for name, mechanism, param, eps_true in mechanisms:
         rng = np.random.default_rng(seed)
         draws = [mechanism(rng, param) for _ in range(reps)]
-        for method, tradeoff in METHODS:
+        for method, tradeoff, guesses in METHODS:
             start, bounds = time.process_time(), []
             for s, out in draws:
-                bounds.append(one_run_epsilon(out[s], out[~s], delta=DELTA, method=method, tradeoff=tradeoff))
+                bounds.append(one_run_epsilon(out[s], out[~s], delta=DELTA, method=method, tradeoff=tradeoff,
+                                              guesses=guesses))
             cpu = (time.process_time() - start) / reps
             covered = int(np.sum(np.asarray(bounds) <= eps_true))
             low = float(clopper_pearson_interval(covered, reps, confidence=0.95, alternative="greater")[0])
-            label = method if method == "steinke" else f"fdp ({tradeoff})"
+            label = (method if method == "steinke" else f"fdp ({tradeoff})") + f", {guesses}"
             rows.append([name, f"{eps_true:.3f}", label, f"{covered}/{reps}", f"{low:.3f}",
                          f"{np.mean(bounds):.3f}", f"{cpu:.3f}"])
             print(" | ".join(rows[-1]), flush=True)

@@ -22,10 +22,11 @@ from skmip.utils.rows import n_rows, stack_rows
 from skmip.utils.validation import check_interval, check_option
 from skmip.audit.game import model_signal
 
-__all__ = ["one_run_epsilon", "one_run_audit", "OneRunAudit", "guess_counts", "stated_epsilon"]
+__all__ = ["one_run_epsilon", "one_run_audit", "OneRunAudit", "guess_grid", "right_guess_range", "stated_epsilon"]
 
 _METHODS = ("fdp", "steinke")
 _TRADEOFFS = ("gaussian", "dp")
+_SIDES = ("two-sided", "one-sided")
 #: Fewest guesses of an automatic guess count.
 MIN_GUESSES = 10
 
@@ -39,41 +40,82 @@ def _check_scores(owner, name, scores):
     return s
 
 
-def guess_counts(m, n_guesses="auto"):
-    """The guess counts ``k`` tried, fixed before the scores are seen.
+def _halving(m):
+    """Guess totals ``m // 2, m // 4, ...`` down to :data:`MIN_GUESSES` (or ``[max(1, m // 2)]``)."""
+    return [m >> j for j in range(1, 64) if (m >> j) >= MIN_GUESSES] or [max(1, m // 2)]
 
-    ``"auto"``: ``m // 2, m // 4, ...`` down to :data:`MIN_GUESSES` (or ``[m // 2]`` when that is
-    already fewer). An int or a list: those.
+
+def _is_pair(item):
+    return isinstance(item, tuple) and len(item) == 2
+
+
+def guess_grid(m, n_guesses="auto", guesses="two-sided"):
+    """The guessers tried, as ``(k_plus, k_minus)`` pairs fixed before the scores are seen.
+
+    A pair guesses "in" for the ``k_plus`` highest scores, "out" for the ``k_minus`` lowest
+    and abstains on the rest. ``"auto"``: the totals ``m // 2, m // 4, ...`` down to
+    :data:`MIN_GUESSES`, split evenly between "in" and "out" (``guesses="two-sided"``) or
+    all "in" (``"one-sided"``). An int is such a total; a tuple ``(k_plus, k_minus)`` is used
+    as given; a list may mix them.
 
     Examples
     --------
-    >>> guess_counts(1000)
-    [500, 250, 125, 62, 31, 15]
+    >>> guess_grid(1000)
+    [(250, 250), (125, 125), (63, 62), (31, 31), (16, 15), (8, 7)]
+    >>> guess_grid(1000, guesses="one-sided")
+    [(500, 0), (250, 0), (125, 0), (62, 0), (31, 0), (15, 0)]
     """
+    owner = "one_run_epsilon"
+    check_option(owner, "guesses", guesses, _SIDES)
     if isinstance(n_guesses, str):
-        check_option("one_run_epsilon", "n_guesses", n_guesses, ("auto",))
-        ks = [m >> j for j in range(1, 64) if (m >> j) >= MIN_GUESSES]
-        return ks or [max(1, m // 2)]
-    ks = [int(k) for k in np.atleast_1d(n_guesses)]
-    if not ks or any(not 1 <= k <= m for k in ks):
-        raise ValueError(f"one_run_epsilon: n_guesses must be between 1 and the {m} canaries; got {n_guesses!r}.")
-    return sorted(set(ks), reverse=True)
+        check_option(owner, "n_guesses", n_guesses, ("auto",))
+        n_guesses = _halving(m)
+    scalar = isinstance(n_guesses, (int, np.integer)) or _is_pair(n_guesses)
+    items = [n_guesses] if scalar else list(n_guesses)
+    pairs = []
+    for item in items:
+        if _is_pair(item):
+            pairs.append((int(item[0]), int(item[1])))
+        else:
+            total = int(item)
+            pairs.append((total - total // 2, total // 2) if guesses == "two-sided" else (total, 0))
+    if not pairs or any(kp < 0 or km < 0 or not 1 <= kp + km <= m for kp, km in pairs):
+        raise ValueError(f"{owner}: n_guesses must give between 1 and the {m} canaries' guesses "
+                         f"(non-negative counts); got {n_guesses!r}.")
+    if guesses == "one-sided" and any(km for _, km in pairs):
+        raise ValueError(f"{owner}: guesses='one-sided' guesses no canary out; got pairs {pairs}. "
+                         "Pass guesses='two-sided' to guess out for the lowest scores.")
+    return sorted(set(pairs), key=lambda p: (-(p[0] + p[1]), -p[0]))
 
 
-def _right_guesses(in_s, out_s, k):
-    """Right guesses when the ``k`` highest scores are guessed "in", ties broken against the auditor.
+def right_guess_range(in_scores, out_scores, k_plus, k_minus):
+    """Least and most right guesses of the guesser ``(k_plus, k_minus)`` over all tie-breaks.
 
-    Any tie-break that does not look at membership gets at least this many right, so the bound
-    computed from it is at most the bound of such a guesser (lower bounds stay valid).
+    The guesser orders the canaries by score and guesses "in" for the top ``k_plus``, "out"
+    for the bottom ``k_minus`` (``k_plus + k_minus <= m``, so no canary gets both); only the
+    order among equal scores is open. Least: tied in-canaries placed below tied out-canaries;
+    most: the reverse. Any tie-break that does not look at membership (a uniformly random one,
+    say) gets a count in between; without ties at the two cuts the two counts are equal.
+
+    Examples
+    --------
+    >>> right_guess_range(np.array([3.0, 2.0]), np.array([2.0, 1.0]), 2, 1)
+    (2, 3)
     """
-    t = np.sort(np.concatenate([in_s, out_s]))[::-1][k - 1]
-    in_above, out_above = int(np.sum(in_s > t)), int(np.sum(out_s > t))
-    slots = k - in_above - out_above
-    return in_above + max(0, slots - int(np.sum(out_s == t)))
+    scores = np.concatenate([in_scores, out_scores])
+    is_in = np.concatenate([np.ones(len(in_scores), bool), np.zeros(len(out_scores), bool)])
+    n = scores.size
+
+    def right(in_last):
+        order = np.lexsort((is_in if in_last else ~is_in, scores))  # by score, then the tie key
+        labels = is_in[order]
+        return int(labels[n - k_plus:].sum()) + int((~labels[:k_minus]).sum())
+
+    return right(False), right(True)
 
 
 def one_run_epsilon(in_scores, out_scores, *, delta, confidence=0.95, method="fdp", tradeoff="dp",
-                    n_guesses="auto") -> float:
+                    n_guesses="auto", guesses="two-sided") -> float:
     """Lower bound on epsilon from one training run's canary scores.
 
     Parameters
@@ -99,10 +141,19 @@ def one_run_epsilon(in_scores, out_scores, *, delta, confidence=0.95, method="fd
         on epsilon only for a mechanism whose trade-off curve is Gaussian (the Gaussian
         mechanism; DP-SGD approximately). On randomized response, exactly eps-DP, it exceeds
         the true eps in most runs (docs/auditing.md, "Auditing in one run").
-    n_guesses : "auto", int or list of int, default="auto"
-        How many canaries the auditor guesses "in" (the highest scores); the others it
-        abstains on. Several counts are each tested at level ``(1 - confidence) / count``
-        (Bonferroni) and the largest bound is returned. See :func:`guess_counts`.
+    n_guesses : "auto", int, tuple or list, default="auto"
+        The guessers tried, fixed before the scores are seen (:func:`guess_grid`): an int is
+        a number of guesses, split by ``guesses``; a tuple ``(k_plus, k_minus)`` guesses "in"
+        for the ``k_plus`` highest scores and "out" for the ``k_minus`` lowest. The auditor
+        abstains on the rest. Each guesser of the list is tested at level
+        ``(1 - confidence) / len(list)`` (Bonferroni) and the largest bound is returned.
+    guesses : {"two-sided", "one-sided"}, default="two-sided"
+        How an int (and ``"auto"``) splits: ``"two-sided"`` guesses "in" for the top half of
+        the guesses and "out" for the bottom half (Steinke et al.'s ``k_+`` and ``k_-``);
+        ``"one-sided"`` guesses "in" only (jax-privacy's guesser). Two-sided guessing uses the
+        evidence at both ends of the scores: 14% to 26% higher bounds on the Gaussian
+        mechanism; lower where the evidence sits at one end only (docs/auditing.md, "Two-sided
+        guesses and why the printed bound is valid").
 
     Returns
     -------
@@ -122,10 +173,12 @@ def one_run_epsilon(in_scores, out_scores, *, delta, confidence=0.95, method="fd
     score of a canary was computed from the trained output and the canaries only, never from
     which were included; (2) the privacy claim is about adding or removing one canary with the
     rest of the training data fixed; (3) ``in_scores`` and ``out_scores`` are the scores of
-    all ``m`` canaries, none dropped after seeing the scores. The auditor guesses "in" for the
-    ``k`` highest scores (ties broken against it) and abstains on the rest;
-    :func:`skmip.bounds.one_run.one_run_epsilon_bound` says why reading the bound off a fixed
-    grid of epsilons keeps the level.
+    all ``m`` canaries, none dropped after seeing the scores. Each guesser of the grid guesses
+    "in" for its ``k_plus`` highest scores, "out" for its ``k_minus`` lowest and abstains on
+    the rest; its bound is the least over the right-guess counts its tie-breaks can give
+    (:func:`right_guess_range`), so it is at most the bound of a guesser that breaks ties
+    without looking at membership; :func:`skmip.bounds.one_run.one_run_epsilon_bound` says
+    why reading the bound off a fixed grid of epsilons keeps the level.
 
     Examples
     --------
@@ -133,6 +186,15 @@ def one_run_epsilon(in_scores, out_scores, *, delta, confidence=0.95, method="fd
 
     >>> one_run_epsilon(np.arange(500) + 500.0, np.arange(500), delta=0.0, method="steinke")
     4.64
+
+    The Gaussian mechanism (mu = 2): the evidence sits at both ends of the scores.
+
+    >>> rng = np.random.default_rng(0)
+    >>> s = rng.random(1000) < 0.5
+    >>> out = 2 * s + rng.normal(size=1000)
+    >>> one_run_epsilon(out[s], out[~s], delta=1e-5), one_run_epsilon(out[s], out[~s], delta=1e-5,
+    ...                                                                guesses="one-sided")
+    (3.24, 2.86)
     >>> one_run_epsilon(np.zeros(500), np.zeros(500), delta=1e-5)   # ties: no information
     0.0
     """
@@ -145,13 +207,26 @@ def one_run_epsilon(in_scores, out_scores, *, delta, confidence=0.95, method="fd
     check_interval(owner, "delta", delta, 0, 1, closed="neither" if gaussian else "left",
                    why="the Gaussian trade-off at delta = 0 is no privacy at all; use tradeoff='dp'." if gaussian else "")
     m = in_s.size + out_s.size
-    ks = guess_counts(m, n_guesses)
-    alpha = (1 - float(confidence)) / len(ks)
-    return max(
-        one_run_epsilon_bound(m, k, _right_guesses(in_s, out_s, k), delta=float(delta), alpha=alpha,
-                              method=method, tradeoff=tradeoff)
-        for k in ks
-    )
+    grid = guess_grid(m, n_guesses, guesses)
+    alpha = (1 - float(confidence)) / len(grid)
+    return max(_guesser_bound(in_s, out_s, k_plus, k_minus, delta=float(delta), alpha=alpha, method=method,
+                              tradeoff=tradeoff) for k_plus, k_minus in grid)
+
+
+def _guesser_bound(in_s, out_s, k_plus, k_minus, **test):
+    """The least bound over the right-guess counts that the guesser's tie-breaks can give.
+
+    Whichever membership-blind tie-break is the guesser's, its count is in the range, so its
+    bound is at least this one (no monotonicity of the tests in the count is needed). Without
+    ties at the cuts the range is one count.
+    """
+    m, lo_hi = in_s.size + out_s.size, right_guess_range(in_s, out_s, k_plus, k_minus)
+    bound = np.inf
+    for v in range(lo_hi[0], lo_hi[1] + 1):
+        bound = min(bound, one_run_epsilon_bound(m, k_plus + k_minus, v, **test))
+        if bound == 0.0:
+            break
+    return bound
 
 
 class OneRunAudit:
@@ -171,7 +246,7 @@ class OneRunAudit:
         Which canaries the coin flips put into the training data.
     n_trainings_ : int
         1: the audit fits the estimator once.
-    method, tradeoff, delta, confidence : the options the bound was computed with.
+    method, tradeoff, guesses, delta, confidence : the options the bound was computed with.
     """
 
     def __repr__(self):
@@ -198,7 +273,8 @@ def stated_epsilon(model):
 
 
 def one_run_audit(estimator, X, y, X_canary, y_canary, *, delta=None, confidence=0.95, method="fdp",
-                  tradeoff="dp", n_guesses="auto", random_state=None, fit_params=None) -> OneRunAudit:
+                  tradeoff="dp", n_guesses="auto", guesses="two-sided", random_state=None,
+                  fit_params=None) -> OneRunAudit:
     """Audit ``estimator`` in one training run: canaries in with probability 1/2, one fit, one bound.
 
     Parameters
@@ -212,7 +288,7 @@ def one_run_audit(estimator, X, y, X_canary, y_canary, *, delta=None, confidence
         unless it saw them (mislabelled or out-of-distribution rows).
     delta : float, default=None
         Of the claims tested; None: the delta the model states (0 for pure DP).
-    confidence, method, tradeoff, n_guesses :
+    confidence, method, tradeoff, n_guesses, guesses :
         As in :func:`one_run_epsilon`.
     random_state : None, int or Generator, default=None
         Draws the canaries' coin flips (and nothing else: the estimator's own randomness is
@@ -245,7 +321,7 @@ def one_run_audit(estimator, X, y, X_canary, y_canary, *, delta=None, confidence
     >>> audit = one_run_audit(LogisticRegression(C=100, max_iter=2000), X, y, X_canary, y_canary,
     ...                       delta=1e-5, random_state=0)
     >>> audit.n_trainings_, audit.epsilon_lower_, audit.model_epsilon_
-    (1, 2.8, None)
+    (1, 3.51, None)
     """
     owner = "one_run_audit"
     m = n_rows(X_canary)
@@ -264,8 +340,9 @@ def one_run_audit(estimator, X, y, X_canary, y_canary, *, delta=None, confidence
         delta = delta_model if delta_model is not None else 0.0
     audit = OneRunAudit()
     audit.method, audit.tradeoff, audit.delta, audit.confidence = method, tradeoff, float(delta), confidence
+    audit.guesses = guesses
     audit.epsilon_lower_ = one_run_epsilon(scores[included], scores[~included], delta=delta, confidence=confidence,
-                                           method=method, tradeoff=tradeoff, n_guesses=n_guesses)
+                                           method=method, tradeoff=tradeoff, n_guesses=n_guesses, guesses=guesses)
     audit.model_epsilon_, audit.model_delta_ = eps_model, delta_model
     audit.in_scores_, audit.out_scores_, audit.included_ = scores[included], scores[~included], included
     audit.n_trainings_ = 1

@@ -3,7 +3,8 @@ r"""One-run privacy auditing: which (epsilon, delta) claims a guessing game with
 Setting of both theorems. ``m`` canaries; each is included in the training data
 independently with probability 1/2 (``S_i`` uniform on {-1, +1}); the mechanism runs once;
 an auditor that sees the output (and the canaries, never ``S``) guesses ``k`` of the ``S_i``
-and abstains on the rest, ``k`` fixed in advance; ``v`` guesses are right. If the mechanism is
+-- each guess "in" (+1) or "out" (-1), both kinds allowed -- and abstains on the rest, ``k``
+fixed in advance; ``v`` guesses are right. If the mechanism is
 (epsilon, delta)-DP with respect to adding or removing one canary (the rest of the data
 fixed), the number of right guesses is small with high probability, so a large ``v`` refutes
 the claim.
@@ -40,6 +41,11 @@ __all__ = ["steinke_p_value", "fdp_refutes", "one_run_epsilon_bound", "EPSILON_G
 EPSILON_GRID = np.round(np.arange(1, 2001) * 0.01, 2)
 _TRADEOFFS = ("gaussian", "dp")
 _BLOCK = 100
+#: Relative margins that round every refutation against the auditor: the mu of a Gaussian
+#: claim is raised (a weaker claim), the recursion's mass must exceed the guesses' share by
+#: this much (its v <= m steps on non-negative numbers err by far less).
+_MU_MARGIN = 1e-9
+_MASS_MARGIN = 1e-9
 
 
 def _check_counts(owner, m, k, v):
@@ -58,7 +64,8 @@ def steinke_p_value(m, n_guesses, n_correct, epsilon, delta):
     m : int
         Canaries, each included independently with probability 1/2.
     n_guesses : int
-        Guesses ``k`` (the auditor abstains on the other ``m - k``), fixed in advance.
+        Guesses ``k``, "in" or "out" (the auditor abstains on the other ``m - k``), fixed in
+        advance.
     n_correct : int
         Right guesses ``v``.
     epsilon : float or array_like
@@ -76,9 +83,10 @@ def steinke_p_value(m, n_guesses, n_correct, epsilon, delta):
     Steinke, Nasr & Jagielski, "Privacy auditing with one (1) training run" (NeurIPS 2023),
     main theorem: with :math:`q = e^\epsilon/(1+e^\epsilon)` and
     :math:`f(u) = P[\mathrm{Bin}(k, q) \ge u]`,
-    :math:`P[W \ge v] \le f(v) + 2m\delta\max_{1\le i\le v}(f(v-i)-f(v))/i`. Assumptions:
-    independent inclusions with probability 1/2; guesses a function of the output only;
-    the mechanism (epsilon, delta)-DP in each canary's inclusion (add/remove).
+    :math:`P[W \ge v] \le f(v) + 2m\delta\max_{1\le i\le v}(f(v-i)-f(v))/i`, for guesses
+    :math:`T \in \{-1, 0, +1\}^m` with ``k`` non-zero entries. Assumptions: independent
+    inclusions with probability 1/2; guesses a function of the output only; the mechanism
+    (epsilon, delta)-DP in each canary's inclusion (add/remove).
 
     Examples
     --------
@@ -110,13 +118,15 @@ def _least_mass(tradeoff, epsilon, delta):
     """``g(x)``: the least probability an event can have under one neighbour when it has ``x`` under the other.
 
     Gaussian: :math:`\\Phi(\\Phi^{-1}(x) - \\mu)` for the mu whose Gaussian mechanism is
-    exactly (epsilon, delta)-DP; ``"dp"``: the (epsilon, delta)-DP curve,
+    exactly (epsilon, delta)-DP, raised by a relative 1e-9 (``dp_to_gdp_mu`` solves to a
+    relative 1e-12: a larger mu is a weaker claim, so rounding never tests a stronger one);
+    ``"dp"``: the (epsilon, delta)-DP curve,
     :math:`\\max(0, e^{-\\epsilon}(x - \\delta), 1 - \\delta - e^{\\epsilon}(1 - x))`.
     Shrunk by a relative 1e-12 so that rounding never overstates it.
     """
     eps = np.asarray(epsilon, dtype=np.float64)
     if tradeoff == "gaussian":
-        mu = _gaussian_mu(eps, float(delta))
+        mu = _gaussian_mu(eps, float(delta)) * (1 + _MU_MARGIN)
         return lambda x: stats.norm.cdf(stats.norm.ppf(x) - mu) * (1 - 1e-12)
     return lambda x: np.maximum.reduce([
         np.zeros_like(eps), np.exp(-eps) * (x - delta), 1 - delta - np.exp(eps) * (1 - x)]) * (1 - 1e-12)
@@ -155,9 +165,13 @@ def fdp_refutes(m, n_guesses, n_correct, alpha, epsilon, delta, tradeoff="dp"):
     recursion :math:`h_{i} = \max(h_{i+1}, g(r_{i+1}))`,
     :math:`r_{i} = \min(r_{i+1} + \tfrac{i}{k - i}(h_{i} - h_{i+1}), 1)` from
     :math:`r_v = \alpha v/m`, :math:`h_v = \alpha (k - v)/m` fit in the ``k / m`` the
-    guesses have; the claim is refuted when :math:`r_0 + h_0 > k/m`. Once ``h`` stops
+    guesses have; the claim is refuted when :math:`r_0 + h_0 > k/m` (computed: by a relative
+    1e-9 more, so floating point never refutes a claim that stands). Once ``h`` stops
     growing neither changes again, so the recursion stops there. Same assumptions as
-    :func:`steinke_p_value`, with f-DP in each canary's inclusion.
+    :func:`steinke_p_value`, with f-DP in each canary's inclusion. A guess names a value of
+    the canary's bit, "in" or "out" (the paper's game with two options per canary); an "out"
+    guess needs the claim from the other side of the neighbouring pair, which both curves
+    here give (they are symmetric, and the add/remove relation is).
 
     Examples
     --------
@@ -179,7 +193,7 @@ def fdp_refutes(m, n_guesses, n_correct, alpha, epsilon, delta, tradeoff="dp"):
             break
         r = np.minimum(r + i / (k - i) * (h_new - h), 1.0)
         h = h_new
-    return r + h > k / m
+    return r + h > k / m * (1 + _MASS_MARGIN)
 
 
 def one_run_epsilon_bound(m, n_guesses, n_correct, *, delta, alpha, method="fdp", tradeoff="dp"):
