@@ -521,7 +521,9 @@ def _mip_method(method, estimator, d, k, n_rows, eta):
     members = n_rows // 2
     shape = DataShape(n_samples=members, n_features=d, n_train=int(round(0.5 * members)),
                       classes=np.arange(k), eta=eta)
-    return auto_route(estimator, "auto", shape)[0].name
+    chosen = auto_route(estimator, "auto", shape)[0].name
+    # Where the data do not change the choice, "auto" itself is built (with what it says).
+    return "auto" if chosen == auto_route(estimator, "auto")[0].name else chosen
 
 
 def _plan_subsampled_dp(spec, est, options, d, k, n_rows, rows, skipped):

@@ -358,7 +358,7 @@ def test_auto_mip_method_is_decided_from_the_games_data_as_the_wrapper_decides()
     from skmip.calibration.routes.auto import DataShape
 
     lr = LogisticRegression(C=0.1)
-    assert _mip_method("auto", lr, 10, 2, 569, 0.3) == "coupling"
+    assert _mip_method("auto", lr, 10, 2, 569, 0.3) == "auto"  # coupling, as resolved before the data
     assert _mip_method("auto", lr, 10, 2, 8000, 0.3) == "noisy_gradient"
     assert _mip_method("auto", lr, 10, 3, 569, 0.3) == "noisy_gradient"
     assert _mip_method("coupling", lr, 10, 2, 8000, 0.3) == "coupling"
