@@ -24,7 +24,10 @@ how the defaults were chosen. ``--torch`` runs skmip.nn's torch DP-SGD at the sa
 
 Each row also gives the non-private model on the same D_train (the ceiling) and the printed
 ``mip_bound`` with the noise multiplier, sample rate and steps of the run. The D_train draw and
-the engine's noise use ``random_state=seed`` (reproducible; a release uses ``None``).
+the engine's noise use ``random_state=seed`` (reproducible; a release uses ``None``);
+``--noise-seeds N`` fits each split N times, the noise of draw ``d`` seeded by ``(seed, d)``, and
+prints one row per draw. Every fit starts at the null model of D's labels (the route's default,
+``start="prior"``); ``--start zero`` starts from zero. ``--designs`` picks the table's data sets.
 """
 
 from __future__ import annotations
@@ -152,6 +155,8 @@ def main(argv=None):
     p.add_argument("--C", type=float, default=0.1, help="with --schedules: LogisticRegression's C (inf: no penalty)")
     p.add_argument("--start", choices=("prior", "zero"), default="prior",
                    help="where the descent starts: the null model of D's labels (the default) or zero")
+    p.add_argument("--designs", nargs="+", choices=("adult", "german_numeric", "german_onehot"),
+                   default=["adult", "german_numeric", "german_onehot"], help="the table's data sets")
     p.add_argument("--noise-seeds", type=int, default=1,
                    help="the table's noise draws per split (1: the noise seeded by the split's seed)")
     args = H.parse(p, argv, quick={"seeds": 2, "reps": 1}, smoke={"seeds": 1})
@@ -161,10 +166,11 @@ def main(argv=None):
         return schedules(args)
     n_adult = 4000 if args.quick else None
     rows = []
-    for name, design, splits in ((f"adult ({'4,000 rows' if n_adult else 'full'}), one-hot pipeline",
-                                  lambda seed: frame_design("adult", seed, n_adult), args.reps),
-                                 ("German credit, StandardScaler", german_design, args.seeds),
-                                 ("German credit, one-hot pipeline", DESIGNS["german_onehot"], args.seeds)):
+    table = {"adult": (f"adult ({'4,000 rows' if n_adult else 'full'}), one-hot pipeline",
+                       lambda seed: frame_design("adult", seed, n_adult), args.reps),
+             "german_numeric": ("German credit, StandardScaler", german_design, args.seeds),
+             "german_onehot": ("German credit, one-hot pipeline", DESIGNS["german_onehot"], args.seeds)}
+    for name, design, splits in (table[key] for key in args.designs):
         draws = (None,) if args.noise_seeds == 1 else range(args.noise_seeds)
         runs = [one_run(design(seed), seed, args.eta, draws=draws, start=args.start) for seed in range(splits)]
         for d in range(len(draws)):
