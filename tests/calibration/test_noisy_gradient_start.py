@@ -97,3 +97,12 @@ def test_the_wrapper_starts_from_d_s_labels_whichever_rows_d_train_holds(monkeyp
 def test_the_start_knob_is_checked_by_name():
     with pytest.raises(ValueError, match=r"Owner: start must be 'prior' .* or 'zero'; got 'mean'"):
         NoisyGradientRoute(start="mean").validate("Owner")
+
+
+def test_the_exact_audit_refuses_a_chain_that_would_not_start_at_zero():
+    from skmip.audit.attacks.exact_noisy_gradient import audit_noisy_gradient_route
+
+    wrapper = MIPNoiseWrapper(LogisticRegression(), eta=0.2, method=NoisyGradientRoute(), random_state=0)
+    with pytest.raises(ValueError, match="audit_noisy_gradient_route: the chain starts at zero"):
+        audit_noisy_gradient_route(wrapper, np.zeros((4, 1)), np.array([0, 1, 0, 1]))
+    assert not hasattr(wrapper, "estimator_")  # refused before any fit
