@@ -96,11 +96,14 @@ def rows_for(name, eta, routes, n_models, seed=0, projected=()):
             audited = clone(model).set_params(method=fitted.method_, train_size=1.0)
         key = fitted.method_ if method is not None else None
         if key not in audits:
-            audits[key] = _audit(audited, X_d, y_d, n_models) if n_models else float("nan")
+            try:
+                audits[key] = f"{_audit(audited, X_d, y_d, n_models):.3f}" if n_models else "-"
+            except ValueError as exc:  # the game refuses (a model missing a class); the row says so
+                audits[key] = f"refused: {str(exc).split(': ', 1)[-1][:60]}"
         tpr = audits[key]
         bound = "-" if method is None else ("none" if fitted.mip_bound_ is None else f"{fitted.mip_bound_:.4f}")
         rows.append([name, "-" if method is None else f"{eta:g}", label, f"{fitted.score(X_te, y_te):.3f}",
-                     f"{seconds:.2f}", f"{tpr:.3f}", bound])
+                     f"{seconds:.2f}", tpr, bound])
         print(" | ".join(rows[-1]), flush=True)
     return rows
 
