@@ -70,7 +70,9 @@ def prior_start(estimator, n_features, y_pool, classes=None):
     drawn, it is the same, hence the accountant's bound (:func:`skmip.bounds.dpsgd_eta`) holds
     from it unchanged: the bound is over the noisy sums, for any fixed start. The intercept is
     the estimator's own solver's (lbfgs for ``LogisticRegression``: to its tolerance), and any
-    value it returns is as public as the exact one.
+    value it returns is as public as the exact one. D's row weights (a ``sample_weight`` fit
+    parameter) are not read: the start is the unweighted null model, a point the descent then
+    leaves along the weighted objective.
 
     Examples
     --------
