@@ -51,6 +51,11 @@ def _fit(model, X, y):
     return fitted, time.process_time() - start
 
 
+def _score(value):
+    """Three decimals; an R^2 far below zero (a route whose noise swamps the fit) in powers of ten."""
+    return f"{value:.3f}" if abs(value) < 1e3 else f"{value:.1e}"
+
+
 def _audit(model, X, y, n_models):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -102,7 +107,7 @@ def rows_for(name, eta, routes, n_models, seed=0, projected=()):
                 audits[key] = f"refused: {str(exc).split(': ', 1)[-1][:60]}"
         tpr = audits[key]
         bound = "-" if method is None else ("none" if fitted.mip_bound_ is None else f"{fitted.mip_bound_:.4f}")
-        rows.append([name, "-" if method is None else f"{eta:g}", label, f"{fitted.score(X_te, y_te):.3f}",
+        rows.append([name, "-" if method is None else f"{eta:g}", label, _score(fitted.score(X_te, y_te)),
                      f"{seconds:.2f}", tpr, bound])
         print(" | ".join(rows[-1]), flush=True)
     return rows
