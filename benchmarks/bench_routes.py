@@ -1,6 +1,8 @@
 """One table, one run (issue 32, item 4): every applicable route and ``"auto"``, side by side.
 
-Run (the full table; hours on 2 shared cores, coupling on full adult alone 2,000-5,300 s a fit)::
+Run (the full table; coupling on the full adult split and on 10-class digits is shown by its cost
+projection, ``--project``: the first takes 2,000-5,300 s a fit; docs/pipelines.md ran it with
+``--n-models 4``, one process per data set and eta)::
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_routes.py
 
