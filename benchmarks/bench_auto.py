@@ -17,7 +17,9 @@ fit (``time.process_time``, one thread) and whether a promise is stated (``mip_b
 - ``digits``: 10 classes, 1,797 rows x 64, the same pipeline.
 - ``diabetes``: 442 rows x 10, ``StandardScaler + Ridge(alpha=1.0)``, the raw target; R^2.
 
-A route is written ``route:eta`` in ``--cases`` entries (``breast_cancer:coupling:0.1``). The
+A route is written ``route:eta`` in ``--cases`` entries (``breast_cancer:coupling:0.1``);
+``noisy_gradient_zero`` is the noisy-gradient route started from zero
+(``NoisyGradientRoute(start="zero")``, the default before the start at D's label prior). The
 D_train draw and the noise use ``random_state=seed`` (reproducible; a release uses ``None``).
 """
 
@@ -38,6 +40,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from skmip import MIPNoiseWrapper
+from skmip.calibration.routes import NoisyGradientRoute
 from skmip.datasets import load_dataset
 
 DEFAULT_CASES = [
@@ -76,14 +79,17 @@ def _german():
     return d.data, d.target
 
 
-def run(case, seed):
-    """One fit: accuracy, CPU seconds, mip_bound_, and the non-private accuracy on the same D."""
+def run(case, seed, draw=0):
+    """One fit on split ``seed``: accuracy, CPU seconds, mip_bound_. The wrapper's
+    ``random_state`` (the D_train draw and the noise) is ``seed`` for draw 0, else
+    ``1000 * draw + seed``."""
     name, route, eta = case.split(":")
     pipe, X_d, y_d, X_te, y_te = design(name, seed)
     start = time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the fixed seed's PrivacyWarning and the route's notes
-        w = MIPNoiseWrapper(pipe, eta=float(eta), method=route, random_state=seed).fit(X_d, y_d)
+        method = NoisyGradientRoute(start="zero") if route == "noisy_gradient_zero" else route
+        w = MIPNoiseWrapper(pipe, eta=float(eta), method=method, random_state=seed + 1000 * draw).fit(X_d, y_d)
     seconds = time.process_time() - start
     return w.score(X_te, y_te), seconds, w.mip_bound_
 
@@ -91,12 +97,17 @@ def run(case, seed):
 def main(argv=None):
     p = H.parser(__doc__, seeds=3)
     p.add_argument("--cases", nargs="+", default=DEFAULT_CASES, help="data:route:eta entries")
+    p.add_argument("--draws", type=int, default=1,
+                   help="fits per split, each with its own D_train draw and noise (the mean per draw is printed)")
     # --smoke: one noisy-gradient fit on breast cancer.
     args = H.parse(p, argv, blas_threads=1, smoke={"seeds": 1, "cases": ["breast_cancer:noisy_gradient:0.2"]})
     rows = []
     for case in args.cases:
-        results = [run(case, seed) for seed in range(args.seeds)]
-        accs, secs, bounds = zip(*results)
+        results = [[run(case, seed, draw) for seed in range(args.seeds)] for draw in range(args.draws)]
+        if args.draws > 1:
+            print(f"{case}: mean over the splits, per draw: "
+                  + ", ".join(f"{np.mean([r[0] for r in rs]):.3f}" for rs in results), flush=True)
+        accs, secs, bounds = zip(*[r for rs in results for r in rs])
         name, route, eta = case.split(":")
         bound = "none" if any(b is None for b in bounds) else f"{max(bounds):.4f}"
         rows.append([name, route, eta, f"{np.mean(accs):.3f} ({min(accs):.3f}-{max(accs):.3f})",

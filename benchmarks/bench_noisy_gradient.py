@@ -24,7 +24,10 @@ how the defaults were chosen. ``--torch`` runs skmip.nn's torch DP-SGD at the sa
 
 Each row also gives the non-private model on the same D_train (the ceiling) and the printed
 ``mip_bound`` with the noise multiplier, sample rate and steps of the run. The D_train draw and
-the engine's noise use ``random_state=seed`` (reproducible; a release uses ``None``).
+the engine's noise use ``random_state=seed`` (reproducible; a release uses ``None``);
+``--noise-seeds N`` fits each split N times, the noise of draw ``d`` seeded by ``(seed, d)``, and
+prints one row per draw. Every fit starts at the null model of D's labels (the route's default,
+``start="prior"``); ``--start zero`` starts from zero. ``--designs`` picks the table's data sets.
 """
 
 from __future__ import annotations
@@ -63,23 +66,25 @@ def german_design(seed):
     return StandardScaler(), X_d, y_d, X_te, y_te
 
 
-def one_run(design, seed, eta, draws=(None,), C=0.1, **settings):
+def one_run(design, seed, eta, draws=(None,), C=0.1, start="prior", **settings):
     """Fit the transformer on D, the engine on a random half of D (one fit per noise draw, the
-    noise seeded by ``(seed, draw)``, or by ``seed`` for ``draw=None``); accuracies, the
-    non-private ceiling, seconds per fit, the last fit's details."""
+    noise seeded by ``(seed, draw)``, or by ``seed`` for ``draw=None``), starting from the
+    null model of D's labels (``start="prior"``, the route's default) or from zero; accuracies,
+    the non-private ceiling, seconds per fit, the last fit's details."""
     transformer, X_d, y_d, X_te, y_te = design
     accs, seconds = [], []
     y_d = np.asarray(y_d)
     rows = np.random.default_rng(seed).permutation(len(y_d))[: len(y_d) // 2]
     for draw in draws:
-        start = time.perf_counter()
+        began = time.perf_counter()
         Z = transformer.fit(X_d).transform(X_d)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the fixed seed's PrivacyWarning
             clf, details = fit_noisy_gradient(
                 LogisticRegression(C=C), Z[rows], y_d[rows], n_total=len(y_d), eta=eta, classes=np.unique(y_d),
+                y_pool=y_d if start == "prior" else None,
                 random_state=seed if draw is None else np.random.default_rng([seed, draw]), **settings)
-        seconds.append(time.perf_counter() - start)
+        seconds.append(time.perf_counter() - began)
         accs.append(clf.score(transformer.transform(X_te), y_te))
     ceiling = LogisticRegression(C=C, max_iter=1000).fit(Z[rows], y_d[rows]).score(transformer.transform(X_te), y_te)
     return accs, ceiling, seconds, details
@@ -101,7 +106,8 @@ def schedules(args):
         batch, epochs, step, clip, average = (float(v) for v in text.split(","))
         settings = dict(batch_size=int(batch), n_epochs=int(epochs), learning_rate=step,
                         clip_norm=None if clip == 0 else clip, average=max(average, 1e-12))  # 0: last iterate
-        runs = [one_run(DESIGNS[args.data](seed), seed, args.eta, draws=range(args.draws), C=args.C, **settings)
+        runs = [one_run(DESIGNS[args.data](seed), seed, args.eta, draws=range(args.draws), C=args.C,
+                        start=args.start, **settings)
                 for seed in range(args.seeds)]
         accs = np.concatenate([r[0] for r in runs])
         det = runs[-1][3]
@@ -147,6 +153,12 @@ def main(argv=None):
     p.add_argument("--draws", type=int, default=2, help="with --schedules: noise draws per split")
     p.add_argument("--torch", action="store_true", help="on --data: skmip.nn's torch DP-SGD at the same noise")
     p.add_argument("--C", type=float, default=0.1, help="with --schedules: LogisticRegression's C (inf: no penalty)")
+    p.add_argument("--start", choices=("prior", "zero"), default="prior",
+                   help="where the descent starts: the null model of D's labels (the default) or zero")
+    p.add_argument("--designs", nargs="+", choices=("adult", "german_numeric", "german_onehot"),
+                   default=["adult", "german_numeric", "german_onehot"], help="the table's data sets")
+    p.add_argument("--noise-seeds", type=int, default=1,
+                   help="the table's noise draws per split (1: the noise seeded by the split's seed)")
     args = H.parse(p, argv, quick={"seeds": 2, "reps": 1}, smoke={"seeds": 1})
     if args.torch:
         return torch_baseline(args)
@@ -154,13 +166,18 @@ def main(argv=None):
         return schedules(args)
     n_adult = 4000 if args.quick else None
     rows = []
-    for name, design, splits in ((f"adult ({'4,000 rows' if n_adult else 'full'}), one-hot pipeline",
-                                  lambda seed: frame_design("adult", seed, n_adult), args.reps),
-                                 ("German credit, StandardScaler", german_design, args.seeds),
-                                 ("German credit, one-hot pipeline", DESIGNS["german_onehot"], args.seeds)):
-        runs = [one_run(design(seed), seed, args.eta) for seed in range(splits)]
-        rows.append(_row(f"{name}, {splits} splits", [r[0][0] for r in runs], [r[1] for r in runs],
-                         [r[2][0] for r in runs], runs[-1][3]))
+    table = {"adult": (f"adult ({'4,000 rows' if n_adult else 'full'}), one-hot pipeline",
+                       lambda seed: frame_design("adult", seed, n_adult), args.reps),
+             "german_numeric": ("German credit, StandardScaler", german_design, args.seeds),
+             "german_onehot": ("German credit, one-hot pipeline", DESIGNS["german_onehot"], args.seeds)}
+    for name, design, splits in (table[key] for key in args.designs):
+        draws = (None,) if args.noise_seeds == 1 else range(args.noise_seeds)
+        runs = [one_run(design(seed), seed, args.eta, draws=draws, start=args.start) for seed in range(splits)]
+        for d in range(len(draws)):
+            label = f"{name}, {splits} splits" + ("" if len(draws) == 1 else f", noise draw {d}")
+            rows.append(_row(label, [r[0][d] for r in runs], [r[1] for r in runs], [r[2][d] for r in runs],
+                             runs[-1][3]))
+            print(f"{label}: per split " + ", ".join(f"{r[0][d]:.3f}" for r in runs), flush=True)
     print(markdown_table(["data", "test accuracy (mean, min-max)", "non-private, same D_train",
                           "fit seconds, wall (max)", "sigma", "clip", "q", "steps", "mip_bound"], rows))
 

@@ -3,7 +3,8 @@
 The wrapper has drawn D_train (and fitted a pipeline's transformers on all of D) as for every
 route; :func:`fit_noisy_gradient_path` hands the engine
 (:func:`skmip.calibration.noisy_gradient.fit_noisy_gradient`) D_train's rows, the labels of D
-(never D_train's: which classes D_train happens to hold must not show) and, per eta, the noise
+(never D_train's: which classes D_train happens to hold must not show; with ``start="prior"``
+also their frequencies, where the descent starts) and, per eta, the noise
 stream the wrapper spawned from its own root, and turns each run into the wrapper's fitted
 attributes. Nothing is assigned here: the caller does, once all succeeded.
 """
@@ -107,6 +108,7 @@ def fit_noisy_gradient_path(wrapper, route, data, etas, owner):
                 clip_norm=route.clip_norm, learning_rate=route.learning_rate,
                 batch_size=route.batch_for(data.n_train),
                 n_epochs=route.n_epochs, average=route.average, sample_weight=sample_weight,
+                y_pool=data.y if route.start == "prior" else None,
                 secure_mode=route.secure_mode, random_state=None if route.secure_mode else noise_rng,
             )
         attrs = {

@@ -2,7 +2,9 @@ r"""Exact audit of the noisy-gradient route on tiny data: the release law, enume
 
 The route (:class:`~skmip.calibration.routes.NoisyGradientRoute`, through
 :class:`~skmip.MIPNoiseWrapper`) trains a one-feature ``LogisticRegression(fit_intercept=False)``
-by the steps of :mod:`skmip.calibration.noisy_gradient.engine`: from :math:`\theta_0 = 0`, each row
+by the steps of :mod:`skmip.calibration.noisy_gradient.engine`: from :math:`\theta_0 = 0` (the
+route's default start, the null model of D's labels, is zero for an estimator without an
+intercept), each row
 of D_train joins the batch with probability :math:`q`, and
 
 .. math::
@@ -140,6 +142,9 @@ def audit_noisy_gradient_route(wrapper, X, y):
         exceeds its bound, ``2 eta`` for the pair, ``eta`` for the attacker, by more than
         :data:`QUADRATURE_TOLERANCE`), and the run's ``sigma``, ``clip``, ``n_steps``.
     """
+    if wrapper.estimator.fit_intercept and wrapper.method.start != "zero":
+        raise ValueError("audit_noisy_gradient_route: the chain starts at zero; pass "
+                         "LogisticRegression(fit_intercept=False) (its prior start is zero) or start='zero'.")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the audit fixes seeds on purpose
         fitted = wrapper.fit(X, y)

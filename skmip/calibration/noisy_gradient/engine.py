@@ -4,8 +4,9 @@ r"""Noisy-gradient training of a scikit-learn GLM on D_train, certified eta-MIP,
 its own objective (:mod:`.gradients`: the smooth-loss registry's per-row gradients and
 regulariser) and returns a fitted clone of it, with the certificate's figures.
 
-**The mechanism** (Abadi et al.'s DP-SGD with Poisson sampling). From
-:math:`\theta_0 = 0`, for :math:`t = 1, \dots, T`: every row of D_train joins the batch
+**The mechanism** (Abadi et al.'s DP-SGD with Poisson sampling). From a public start
+:math:`\theta_0` (zero, or the estimator's intercept-only fit to D's labels:
+:func:`~skmip.calibration.noisy_gradient.start.prior_start`), for :math:`t = 1, \dots, T`: every row of D_train joins the batch
 :math:`B_t` independently with probability :math:`q`; the released sum is
 
 .. math::
@@ -16,7 +17,7 @@ regulariser) and returns a fitted clone of it, with the certificate's figures.
 and :math:`\theta_t = \theta_{t-1} - \lambda\big(S_t/(qk) + \nabla R_k(\theta_{t-1})/(k\kappa)\big)`:
 a step on the estimator's mean objective whose data term is estimated from the noisy sum (its
 expectation is the mean clipped gradient). :math:`\theta_t` is a function of
-:math:`S_1, \dots, S_t` and public settings only, so the run is the adaptive composition of
+:math:`S_1, \dots, S_t`, :math:`\theta_0` and public settings only, so the run is the adaptive composition of
 :math:`T` Poisson-subsampled Gaussian mechanisms of sensitivity :math:`c` per row; replacing one
 row of D_train moves its clipped gradient by at most :math:`2c`, the replace-one pair the
 accountant analyses. The release is the average of the last ``average`` share of the iterates
@@ -33,7 +34,8 @@ of epochs and averaged share are constants validated in ``benchmarks/bench_noisy
 and the step count ``T = epochs * floor(1/q)`` are functions of ``k``, hence of ``n`` and
 ``train_size``; the noise multiplier is a function of eta, ``q`` and ``T``, and the default
 clipping norm (:func:`default_clip_norm`) a function of the noise multiplier and the constants;
-the release template is fitted on public zero rows with D's labels (``classes``).
+the release template is fitted on public zero rows with D's labels (``classes``), and the start
+on zero rows with D's label frequencies or mean target (``y_pool``).
 Definition 1 fixes D and randomises D_train: a choice that is the same whichever D_train is
 drawn is not a signal about membership, and the accountant's guarantee holds for any fixed
 choice. What this does **not** protect: facts about D as a whole (its size, its label set, a
@@ -60,6 +62,7 @@ from sklearn.base import is_classifier
 from skmip.calibration.losses.registry import get_smooth_loss
 from skmip.calibration.noisy_gradient.accounting import noise_multiplier_for_eta
 from skmip.calibration.noisy_gradient.gradients import RowObjective, clip_rows, release_template
+from skmip.calibration.noisy_gradient.start import prior_start
 from skmip.exceptions import check_privacy_seed, warn_not_cryptographic
 from skmip.utils.os_random import OSRandomGenerator
 from skmip.utils.rng import resolve_rng, spawn_generators
@@ -237,11 +240,11 @@ def _release_generators(random_state, secure_mode):
     return batches, noise
 
 
-def _descend(objective, X, y, sample_weight, schedule, sigma, clip_norm, learning_rate, rngs):
-    """Run the noisy steps of the module docstring; returns the mean of the last iterates."""
+def _descend(objective, X, y, sample_weight, schedule, sigma, clip_norm, learning_rate, rngs, theta):
+    """Run the noisy steps of the module docstring from ``theta`` (the public start); returns the
+    mean of the last iterates."""
     batches, noise = rngs
     k, q = schedule.n_train, schedule.sample_rate
-    theta = np.zeros(objective.dim)
     tail, first = np.zeros(objective.dim), schedule.n_steps - schedule.n_averaged
     for t in range(schedule.n_steps):
         rows = np.flatnonzero(batches.random(k) < q)
@@ -268,6 +271,7 @@ def fit_noisy_gradient(
     batch_size=None,
     n_epochs=DEFAULTS["n_epochs"],
     average=DEFAULTS["average"],
+    y_pool=None,
     sample_weight=None,
     secure_mode=False,
     random_state=None,
@@ -303,6 +307,11 @@ def fit_noisy_gradient(
         Passes over D_train in expectation.
     average : float, default=0.5
         Share of the last iterates whose mean is released, in (0, 1] (1/T: the last iterate).
+    y_pool : array-like of shape (n_total,) or None, default=None
+        The labels (targets) of **D**. Given, the descent starts at the estimator's
+        intercept-only fit to them (:func:`~skmip.calibration.noisy_gradient.start.prior_start`:
+        the log class frequencies, the mean target), a function of D's label distribution that
+        is the same for every D_train; ``None``: from zero.
     sample_weight : array-like of shape (k,) or None, default=None
         Row weights (multiply each row's loss before clipping). Refused for the Tweedie
         family, whose registered regulariser scales with the total weight.
@@ -372,6 +381,7 @@ def fit_noisy_gradient(
         sample_weight = np.asarray(sample_weight, dtype=np.float64).ravel()
         if sample_weight.shape != (k,) or not np.all(np.isfinite(sample_weight) & (sample_weight >= 0)):
             raise ValueError(f"{_OWNER}: sample_weight must hold {k} finite non-negative weights.")
+    theta0 = None if y_pool is None else _prior(estimator, X.shape[1], y_pool, classes, n_total)
     schedule = NoisyGradientSchedule(k, batch_size, n_epochs, average)
     sigma, bound = noise_multiplier_for_eta(eta, schedule.sample_rate, schedule.n_steps)
     if clip_norm is None:
@@ -380,7 +390,9 @@ def fit_noisy_gradient(
     n_outputs = y.shape[1] if y.ndim == 2 else None
     template = release_template(estimator, X.shape[1], classes=classes, n_outputs=n_outputs, feature_names=names)
     objective = RowObjective(template, k)
-    theta = _descend(objective, X, y, sample_weight, schedule, sigma, float(clip_norm), float(learning_rate), rngs)
+    theta0 = np.zeros(objective.dim) if theta0 is None else theta0
+    theta = _descend(objective, X, y, sample_weight, schedule, sigma, float(clip_norm), float(learning_rate), rngs,
+                     theta0)
     if not np.all(np.isfinite(theta)):
         raise ValueError(
             f"{_OWNER}: the noisy descent diverged (non-finite parameters); lower learning_rate or "
@@ -396,10 +408,22 @@ def fit_noisy_gradient(
         "sample_rate": schedule.sample_rate, "n_steps": schedule.n_steps, "clip_norm": float(clip_norm),
         "learning_rate": float(learning_rate), "batch_size": schedule.batch_size,
         "n_epochs": schedule.n_epochs, "n_averaged": schedule.n_averaged, "n_train": k, "n_total": int(n_total),
+        "start": "zero" if y_pool is None else "prior",
         "theorem": ("Izzo et al. Definition 1 via skmip.bounds.dpsgd_eta: half the replace-one total "
                     "variation of Poisson-subsampled Gaussian steps (PLD accountant, rate per row of D_train)"),
     }
     return release, details
+
+
+def _prior(estimator, n_features, y_pool, classes, n_total):
+    """:func:`prior_start` of D's labels, checked to be D's size."""
+    y_pool = np.asarray(y_pool)
+    if y_pool.shape[0] != n_total:
+        raise ValueError(
+            f"{_OWNER}: y_pool has {y_pool.shape[0]} rows but n_total is {n_total}; pass the labels "
+            "(targets) of all of D, never D_train's."
+        )
+    return prior_start(estimator, n_features, y_pool, classes)
 
 
 def _n_iter_like(estimator, n_steps):

@@ -124,7 +124,7 @@ def choose_smooth_route(estimator, shape, coupling):
     In order: (1) noisy gradients where they do not apply (an estimator configured outside its
     registered objective): coupling; (2) where coupling would state no promise (its distances
     uncertified for the loss): noisy gradients, which do; (3) a regressor: coupling (the noisy
-    descent's clipped steps from zero do not reach a target far from unit scale); for a
+    descent's clipped steps do not reach coefficients far from unit scale); for a
     classifier, (4) where coupling's projected cost exceeds :data:`AUTO_BUDGET_SECONDS`: noisy
     gradients; (5) where D_train has at most :data:`COUPLING_MAX_TRAIN` rows: coupling, else
     noisy gradients. Every input is public under
@@ -141,7 +141,7 @@ def choose_smooth_route(estimator, shape, coupling):
                        "certified for the loss); noisy gradients promise eta")
     if not is_classifier(estimator):
         return coupling, (f"{name} is a regressor: coupling keeps the target's own scale, while noisy gradients' "
-                          "clipped steps need a target of unit scale (diabetes, raw target: R^2 0.35 against -4.2)")
+                          "clipped steps need a target of unit scale (diabetes, raw target: R^2 0.35 against 0.03)")
     cost = coupling.cost(shape.n_samples, shape.n_features, shape.n_train, estimator).seconds
     if cost > AUTO_BUDGET_SECONDS:
         return noisy, (f"coupling is projected at {cost:.0f} s of one core on D of {shape.n_samples} x "

@@ -45,6 +45,12 @@ class NoisyGradientRoute(CalibrationRoute):
         Passes over D_train in expectation (``n_epochs * floor(k / batch_size)`` steps), >= 1.
     average : float, default=0.5
         Share of the last iterates whose mean is released, in (0, 1].
+    start : {"prior", "zero"}, default="prior"
+        Where the descent starts: ``"prior"``, the estimator's intercept-only fit to the labels
+        of D (:func:`~skmip.calibration.noisy_gradient.start.prior_start`: the log class
+        frequencies, the mean target; every coefficient zero), a function of D's label
+        distribution, the same for every D_train; ``"zero"``, all parameters zero (for a D whose
+        class balance must itself stay secret: the prior's intercept reveals it).
     secure_mode : bool, default=False
         Draw the batches and the noise from ``os.urandom`` with a floating-point-safe Gaussian
         sampler (the wrapper's ``random_state`` must then be ``None``); otherwise from numpy's
@@ -79,12 +85,13 @@ class NoisyGradientRoute(CalibrationRoute):
                "adjacency of Poisson-subsampled Gaussian gradient steps (skmip.bounds.dpsgd_eta)")
 
     def __init__(self, clip_norm=None, learning_rate=DEFAULTS["learning_rate"], batch_size=None,
-                 n_epochs=DEFAULTS["n_epochs"], average=DEFAULTS["average"], secure_mode=False):
+                 n_epochs=DEFAULTS["n_epochs"], average=DEFAULTS["average"], start="prior", secure_mode=False):
         self.clip_norm = clip_norm
         self.learning_rate = learning_rate
         self.batch_size = batch_size
         self.n_epochs = n_epochs
         self.average = average
+        self.start = start
         self.secure_mode = secure_mode
 
     def validate(self, owner):
@@ -102,6 +109,9 @@ class NoisyGradientRoute(CalibrationRoute):
                   why="it is the number of passes over D_train in expectation; 10 is the default.")
         check_interval(owner, "average", self.average, 0, 1, closed="right",
                        why="it is the share of the last iterates averaged into the release.")
+        if not (isinstance(self.start, str) and self.start in ("prior", "zero")):
+            raise ValueError(f"{owner}: start must be 'prior' (the null model of D's labels) or 'zero'; "
+                             f"got {self.start!r}.")
         if not isinstance(self.secure_mode, bool):
             raise TypeError(f"{owner}: secure_mode must be True or False; got {self.secure_mode!r}.")
         return self
