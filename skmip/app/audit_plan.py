@@ -470,6 +470,7 @@ def _plan_mip(spec, est, options, d, k, n_rows, rows, skipped):
     """One MIPNoiseWrapper row per ``options.eta`` appended to ``rows``, or the reason to ``skipped``."""
     from skmip import MIPNoiseWrapper
     from skmip.bounds import mip_tpr_bound
+    from skmip.app.mip_method import mip_method
     from skmip.calibration.routes import build_route
 
     reason = _mip_reason(est, options.mip_method)
@@ -477,7 +478,7 @@ def _plan_mip(spec, est, options, d, k, n_rows, rows, skipped):
         skipped.append(Skipped(spec.name, "mip", reason))
         return
     for eta in options.eta:
-        method = _mip_method(options.mip_method, spec.make(d, k), d, k, n_rows, eta)
+        method = mip_method(options.mip_method, spec.make(d, k), d, k, n_rows, eta)
 
         def make(eta=eta, s=spec, method=method):
             estimator = s.make(d, k)
@@ -504,26 +505,6 @@ def _plan_mip(spec, est, options, d, k, n_rows, rows, skipped):
             _mip_promise_text(eta, k_planned, n_rows),
             eta=eta, promised_tpr=float(mip_tpr_bound(FPR, eta)), fitted_promise=fitted,
         ))
-
-
-def _mip_method(method, estimator, d, k, n_rows, eta):
-    """The route name for ``--mip-method``: ``"auto"`` decided as the wrapper decides it
-    (:func:`skmip.calibration.routes.auto_route`), from the shape of the data each game's
-    wrapper is given -- a member set of half the ``n_rows`` pool rows, whose D_train is half of
-    that -- so that the command's knobs (``--n-rounds``, ``--n-subsets``) go to the route it takes."""
-    if method != "auto":
-        return method
-    import numpy as np
-
-    from skmip.calibration.routes import auto_route
-    from skmip.calibration.routes.auto import DataShape
-
-    members = n_rows // 2
-    shape = DataShape(n_samples=members, n_features=d, n_train=int(round(0.5 * members)),
-                      classes=np.arange(k), eta=eta)
-    chosen = auto_route(estimator, "auto", shape)[0].name
-    # Where the data do not change the choice, "auto" itself is built (with what it says).
-    return "auto" if chosen == auto_route(estimator, "auto")[0].name else chosen
 
 
 def _plan_subsampled_dp(spec, est, options, d, k, n_rows, rows, skipped):

@@ -353,7 +353,7 @@ def test_auto_mip_method_is_decided_from_the_games_data_as_the_wrapper_decides()
     --n-rounds reach the coupling route only where it runs."""
     from sklearn.linear_model import LogisticRegression
 
-    from skmip.app.audit_plan import _mip_method
+    from skmip.app.mip_method import mip_method as _mip_method
     from skmip.calibration.routes import auto_route
     from skmip.calibration.routes.auto import DataShape
 
