@@ -158,7 +158,10 @@ class FitCertificate:
         How :math:`\nu` is computed (below).
     leverage : ndarray (k,), optional
         :math:`x_i^\top K^{-1} x_i` for the rows of ``features``, when the engine has them
-        (``features`` is then not used).
+        (``features`` is then not used); for rows of several margins, their range leverages
+        (:func:`~.multi_certify.range_leverage`).
+    slack : float, default=0.0
+        A rounding allowance added to :math:`\|\nabla F_H(\theta_0)\|_{K^{-1}}`.
 
     Attributes
     ----------
@@ -171,7 +174,7 @@ class FitCertificate:
         Whitened distance from :math:`\theta_0` to the exact minimiser of :math:`F_H`.
     """
 
-    def __init__(self, hinv, features, residual, whiten, gsc, nu="eigen", leverage=None):
+    def __init__(self, hinv, features, residual, whiten, gsc, nu="eigen", leverage=None, slack=0.0):
         W = whiten(np.eye(hinv.shape[0]))  # rows: whitened images of the unit vectors
         M = W.T @ hinv @ W
         # The largest eigenvalue, or (nu="trace", cheaper) the trace, which bounds it.
@@ -181,7 +184,7 @@ class FitCertificate:
             leverage = ((features @ hinv) * features).sum(axis=1)  # x_i' K^-1 x_i
         self.leverage = np.maximum(leverage, 0.0)
         self.lam = float(np.max(leverage)) if np.size(leverage) else 0.0
-        self.g0 = float(np.sqrt(max(residual @ hinv @ residual, 0.0)))
+        self.g0 = float(np.sqrt(max(residual @ hinv @ residual, 0.0))) + float(slack)
         self.gsc = float(gsc)
         r_out = ball_radius(self.g0, 0.0, self.gsc * np.sqrt(self.lam))
         self.out_error = float(np.sqrt(self.nu) * r_out)
@@ -294,7 +297,7 @@ def exact_minimiser(features, dloss, d2loss, rows, P, reg_at, start, whiten, gsc
 def release_error(block, rows, scale):
     r"""Certified whitened distance of a released fit from the exact minimiser of its objective.
 
-    ``block``: the fit's single generalised-linear :class:`~.losses.LossBlock` on ``rows``
+    ``block``: the fit's single generalised-linear (or K-margin) :class:`~.losses.LossBlock` on ``rows``
     (its gradients, Hessian and regulariser's gradient at the released parameters);
     ``scale``: the noise shape. The certified distances assume at most
     :data:`RELEASE_TOL` (:mod:`.certify`); the wrapper checks it before releasing.
@@ -306,6 +309,11 @@ def release_error(block, rows, scale):
     K = block.hessian
     hinv = linalg.cho_solve(linalg.cho_factor(K, lower=True, check_finite=False), np.eye(K.shape[0]),
                             check_finite=False)
+    if block.multi is not None:  # several margins per row (multi_certify.py)
+        from skmip.calibration.swap.multi_certify import fit_certificate
+
+        return fit_certificate(block.multi, block.theta, rows, lambda V: whitener.apply(V, block.index),
+                               hinv=hinv)[0].out_error
     F = block.glm.features[rows]
     residual = gradient_sum(block, rows) + block.regularizer_gradient
     cert = FitCertificate(hinv, F, residual, lambda V: whitener.apply(V, block.index), block.glm.gsc)

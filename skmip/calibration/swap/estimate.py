@@ -324,11 +324,11 @@ def _model_engine(estimator, loss, adapter, probe, probe_rows, theta0, Xd, yd, s
     glm = all(b.glm is not None for b in blocks)
     # The certificate bounds distances between exact minimisers: the fits (and the
     # release) must be carried there (polish).
-    certify = bool(certify) and polish and certifiable(
-        blocks, engine in ("newton", "influence?") and glm, whitener)
     # Multinomial blocks (K margins per row, multinomial.py): "newton" too.
     if len(blocks) == 1 and blocks[0].multi is not None:
         glm = True
+    certify = bool(certify) and polish and certifiable(
+        blocks, engine in ("newton", "influence?") and glm, whitener)
     if engine == "influence?":
         engine = "newton" if glm else "influence"
     elif engine == "newton" and not glm:

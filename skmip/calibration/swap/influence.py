@@ -133,11 +133,16 @@ def _refine_fit(block, factor, P, H, px, cols, e_rows, whitener):
 
 
 def certifiable(blocks, newton, whitener):
-    """Whether the Newton engine's distances of these blocks can be certified
-    (:mod:`.certify`): one generalised-linear block whose loss declares its
-    self-concordance constant, and a noise shape with no zero-scale coordinate."""
-    return (newton and len(blocks) == 1 and blocks[0].glm is not None
-            and blocks[0].glm.gsc is not None and not whitener.zero.any())
+    """Whether the Newton engine's distances of these blocks can be certified: one
+    generalised-linear block whose loss declares its self-concordance constant
+    (:mod:`.certify`), or one block of several margins per row that declares its constant and
+    its regulariser (:mod:`.multi_certify`); and a noise shape with no zero-scale coordinate."""
+    if not newton or len(blocks) != 1 or whitener.zero.any():
+        return False
+    glm, multi = blocks[0].glm, blocks[0].multi
+    if glm is not None:
+        return glm.gsc is not None
+    return multi is not None and multi.gsc is not None and multi.penalty is not None
 
 
 def _certifier(block, hinv, fitter, H, whitener, prep=None, certify=True):
@@ -241,7 +246,7 @@ def _influence_round(fitter, loss, Xd, y, sample_weight, n, k, seed, p, whitener
         if multi:  # --- hook: the target-exact engine with K margins (multinomial.py) ---
             # The same draws of e as the one-margin engines: p positions in H per target.
             pos = None if all_pairs else rng.integers(0, k, size=(targets.size, p))
-            dist = _multi_margin_distances(blocks[0], factors[-1], H, targets, pos, whitener)
+            dist = _multi_margin_distances(blocks[0], factors[-1], H, targets, pos, whitener, bool(certify))
             out[targets] = _jensen_summary(dist, n_keep)
         elif stream:
             if targets.size:
