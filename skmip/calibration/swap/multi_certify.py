@@ -40,7 +40,7 @@ _U = 2.0**-53
 _ROW_ELEMENTS = 2**21
 #: Chord steps after the certificate at the estimate, for the pairs still loose.
 _CHORD_STEPS = 8
-#: A pair is loose while its bound exceeds the estimate by more than this fraction.
+#: A pair takes a further step while its certificate adds more than this fraction to its distance.
 _LOOSE_RTOL = 1e-3
 #: A pair whose bound after the chord steps exceeds its estimate by more than this fraction
 #: (plus ``floor``, 1% of the fit's median estimate) is solved exactly.
@@ -174,10 +174,12 @@ class MultiCertifier:
                 gnorm += shrink[idx] * self.root_hinv * slack
                 rho = ball_radius(gnorm, self.R * T, self.R * self.kappa * shrink[idx])
                 dist = np.linalg.norm(self.whiten(Delta[idx]), axis=-1) * (1.0 + 1e-12)
-                bound = dist + sqnu[idx] * rho
+                err = sqnu[idx] * rho
+                bound = dist + err
                 best[idx] = np.minimum(best[idx], np.where(np.isfinite(bound), bound, np.inf))
-                # Steering only: the chord step where the bound is loose and the step finite.
-                live[idx] = (best[idx] > estimate[idx] * (1.0 + _LOOSE_RTOL)) & np.isfinite(step).all(-1)
+                # Steering only: a further step where the certificate's own term is not yet
+                # negligible next to the distance, and the step is finite.
+                live[idx] = ~(err <= _LOOSE_RTOL * dist) & np.isfinite(step).all(-1)
                 move = self._target_step(pos[idx], x[idx], step, Wx, Sx[idx])
                 live[idx] &= np.isfinite(move).all(-1)
                 Delta[idx] = np.where(live[idx, None], Delta[idx] - move, Delta[idx])
