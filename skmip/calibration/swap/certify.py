@@ -25,8 +25,8 @@ Three facts carry it (all for a convex objective :math:`F` whose data part is
    :math:`\tilde\theta` in the :math:`A`-norm (along every ray from :math:`\tilde\theta`
    the slope is :math:`\ge -g + \mu t > 0` for :math:`g/\mu < t \le \rho`).
 
-This module holds the certificate of one fit (:class:`FitCertificate`), the exact solve and
-the release check; the sums over a fit's rows are in :mod:`skmip.calibration.swap.row_sums`,
+This module holds the certificate of one fit (:class:`FitCertificate`) and the exact solve
+(the release check is in :mod:`skmip.calibration.swap.release`); the sums over a fit's rows are in :mod:`skmip.calibration.swap.row_sums`,
 and the certification of the pairs of one fit in :mod:`skmip.calibration.swap.pair_certifier`.
 """
 
@@ -292,51 +292,3 @@ def exact_minimiser(features, dloss, d2loss, rows, P, reg_at, start, whiten, gsc
 
 
 #: A pair whose certificate adds more than this fraction to its estimate is solved exactly.
-
-
-def release_error(block, rows, scale):
-    r"""Certified whitened distance of a released fit from the exact minimiser of its objective.
-
-    ``block``: the fit's single generalised-linear (or K-margin) :class:`~.losses.LossBlock` on ``rows``
-    (its gradients, Hessian and regulariser's gradient at the released parameters);
-    ``scale``: the noise shape. The certified distances assume at most
-    :data:`RELEASE_TOL` (:mod:`.certify`); the wrapper checks it before releasing.
-    """
-    from skmip.calibration.losses.registry import gradient_sum
-    from skmip.calibration.swap.whitening import _Whitener
-
-    whitener = _Whitener(scale)
-    K = block.hessian
-    hinv = linalg.cho_solve(linalg.cho_factor(K, lower=True, check_finite=False), np.eye(K.shape[0]),
-                            check_finite=False)
-    if block.multi is not None:  # several margins per row (multi_certify.py)
-        from skmip.calibration.swap.multi_certify import fit_certificate
-
-        return fit_certificate(block.multi, block.theta, rows, lambda V: whitener.apply(V, block.index),
-                               hinv=hinv)[0].out_error
-    F = block.glm.features[rows]
-    residual = gradient_sum(block, rows) + block.regularizer_gradient
-    cert = FitCertificate(hinv, F, residual, lambda V: whitener.apply(V, block.index), block.glm.gsc)
-    return cert.out_error
-
-
-def check_release(fitted, X, y, sample_weight, scale):
-    """Raise unless the polished release is within :data:`RELEASE_TOL` (whitened) of the exact
-    minimiser of its objective, the allowance the certified distances carry."""
-    from scipy import sparse
-
-    from skmip.calibration.swap._common import _OWNER
-    from skmip.calibration.losses.registry import get_smooth_loss
-
-    loss = get_smooth_loss(fitted)
-    Xd = X.toarray() if sparse.issparse(X) else np.asarray(X, dtype=np.float64)
-    rows = np.arange(Xd.shape[0])
-    (block,) = loss.blocks(fitted, Xd, None if y is None else np.asarray(y), rows, sample_weight)
-    err = release_error(block, rows, scale)
-    if not err <= RELEASE_TOL:
-        raise ValueError(
-            f"{_OWNER}: the released fit is certified only to {err:.3g} (in units of the noise "
-            f"shape) from the exact minimiser of its objective, above the {RELEASE_TOL:g} the "
-            "certified swap distances allow; the objective is too ill-conditioned for the "
-            "released model to be pinned down. Add regularisation (smaller C, larger alpha)."
-        )
