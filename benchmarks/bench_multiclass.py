@@ -1,7 +1,7 @@
 """Certified coupling calibration of multinomial LogisticRegression, next to the noisy-gradient route.
 
 Run:  OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_multiclass.py
-      [--datasets iris digits] [--eta 0.2] [--rounds iris=400 digits=100] [--seed 0]
+      [--datasets iris digits] [--eta 0.2] [--rounds iris=400 digits=100] [--seed 0] [--n-jobs 1]
 
 For each dataset (``load_iris``, ``load_digits``) the rows are split 75/25 (stratified, seed 0);
 the learner is ``make_pipeline(StandardScaler(), LogisticRegression(C=0.1))``. One run prints,
@@ -43,14 +43,14 @@ def _timed(model, X, y):
     return model, time.process_time() - t, [str(w.message)[:80] for w in caught]
 
 
-def run(name, eta, rounds, seed):
+def run(name, eta, rounds, seed, n_jobs=1):
     X, y = LOADERS[name](return_X_y=True)
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0, stratify=y)
     learner = make_pipeline(StandardScaler(), LogisticRegression(C=0.1))
     plain, t_plain, _ = _timed(learner, Xtr, ytr)
     print(f"{name}: n={len(Xtr)}, plain accuracy {plain.score(Xte, yte):.3f}, {t_plain:.3f} s CPU", flush=True)
     coupling, t_c, warned = _timed(MIPNoiseWrapper(learner, eta=eta, method=CouplingRoute(n_rounds=rounds),
-                                                   random_state=seed), Xtr, ytr)
+                                                   random_state=seed, n_jobs=n_jobs), Xtr, ytr)
     print(f"  coupling ({rounds} rounds): accuracy {coupling.score(Xte, yte):.3f}, {t_c:.1f} s CPU "
           f"({t_c / t_plain:.0f}x), mip_bound_={coupling.mip_bound_}, "
           f"coupling_certified_={coupling.coupling_certified_}, "
@@ -70,11 +70,12 @@ def main():
                         help="n_rounds per dataset, as name=R")
     parser.add_argument("--seed", type=int, default=0, help="noise seed (a fixed seed voids the guarantee: "
                         "use it to reproduce figures only)")
+    parser.add_argument("--n-jobs", type=int, default=1, help="the wrapper's n_jobs (CPU time sums the threads)")
     args = parser.parse_args()
     rounds = {k: int(v) for k, v in (r.split("=") for r in args.rounds)}
     np.random.seed(args.seed)
     for name in args.datasets:
-        run(name, args.eta, rounds.get(name, 400), args.seed)
+        run(name, args.eta, rounds.get(name, 400), args.seed, args.n_jobs)
 
 
 if __name__ == "__main__":
