@@ -55,6 +55,11 @@ class GLMTerms(NamedTuple):
         :math:`u` and row (generalised self-concordance, Bach 2010), which lets the
         ``"newton"`` engine certify its distances (:mod:`.certify`); ``None`` if the loss
         declares none (its distances are then estimates, not bounds).
+    lipschitz : ndarray of shape (n_samples,) or None
+        For a loss without ``gsc``: :math:`L_i \ge` the Lipschitz constant of
+        :math:`\ell_i'` (non-decreasing), which declares the strong-convexity certificate
+        (:mod:`skmip.calibration.swap.hinge_certify`: the regulariser's Hessian must be
+        positive definite); ``None`` declares none.
     """
 
     features: np.ndarray
@@ -62,6 +67,7 @@ class GLMTerms(NamedTuple):
     dloss: Callable
     d2loss: Callable
     gsc: float | None = None
+    lipschitz: np.ndarray | None = None
 
 
 class MultiMarginTerms(NamedTuple):

@@ -36,7 +36,7 @@ import copy
 import numpy as np
 
 from skmip.calibration.swap.lazy import tightened
-from skmip.calibration.swap.pair_certifier import PairCertifier
+from skmip.calibration.swap.pair_certifier import make_certifier
 from skmip.calibration.swap.influence import (
     _E_KEYS,
     _X_KEYS,
@@ -159,8 +159,8 @@ def _batch(fits, fitter, loss, Xd, y, sample_weight, n, k, whitener, n_keep, ref
         dist = np.empty(e.shape)
         for b in range(B):
             part = slice(starts[b], starts[b] + sizes[b])
-            cert = PairCertifier(glm, theta[b], reg0[b], P, Hinv[b], H[b], grad[b], whitener, index,
-                                 cache=exact_cache(fitter), targets=tightened(certify))
+            cert = make_certifier(glm, theta[b], reg0[b], P, Hinv[b], H[b], grad[b], whitener, index,
+                                  cache=exact_cache(fitter), targets=tightened(certify))
             pe, px = ({key: value[part] for key, value in d.items()} for d in side[:2])
             dist[part] = _certified_matched(cert, (pe, px, glm), whitener)
         refine = 0.0  # refinement is not certified

@@ -238,7 +238,7 @@ def _estimate(estimator, X, y, n, k, n_rounds, summary_size, refine, scale, whit
     probe, theta0 = _fit_vector(estimator, adapter, X, y, probe_rows, fit_params, n)
     _check_scale_size(whitener, theta0)
     Xd = yd = sw = None
-    multi = False
+    multi = False  # K margins per row: every pair certified in full (no lazy passes, multi_certify.py)
     if engine != "refit" and engine != "exact":
         Xd = X.toarray() if sparse.issparse(X) else np.asarray(X, dtype=np.float64)
         yd = None if y is None else np.asarray(y)
@@ -289,10 +289,7 @@ def _estimate(estimator, X, y, n, k, n_rounds, summary_size, refine, scale, whit
             seeds, n_jobs, verbose, compact=compact, values_per_round=n * n_keep, prefer="threads",
         )
 
-    # Lazy certification serves the one-margin certificate's stages; the K-margin one
-    # (multi_certify.py) has no cheap first stage to stop at, so it certifies every pair.
-    if certify and tighten_for is not None and engine == "newton" and not multi and not compact \
-            and k >= LAZY_MIN_ROWS:
+    if certify and tighten_for is not None and engine == "newton" and not (multi or compact) and k >= LAZY_MIN_ROWS:
         rounds = settled_rounds(run, tighten_for, k / n, n)
     else:
         rounds = run(certify)

@@ -132,9 +132,9 @@ class MultiCertifier:
         self.fit = FitCertificate(hinv, None, r0, whiten, self.R, leverage=kap2, slack=slack0)
 
     def _gradient_slack(self, sum_moved, sum_x, step_norm):
-        """:func:`_slack` of a gradient of :math:`F_{\\rm in}` at a step of norm ``step_norm``
+        """:func:`gradient_rounding` of a gradient of :math:`F_{\\rm in}` at a step of norm ``step_norm``
         from the fit (``sum_moved``, ``sum_x``: the moved rows' and the target's sums)."""
-        return _slack(self.gamma, sum_moved + self.sum_g0 + sum_x, self.theta_norm + step_norm, self.p_norm,
+        return gradient_rounding(self.gamma, sum_moved + self.sum_g0 + sum_x, self.theta_norm + step_norm, self.p_norm,
                       self.K, self.lip)
 
     def distances(self, pos, x, alpha, mu, Xix, Sx, estimates):
@@ -262,7 +262,7 @@ def fit_certificate(terms, theta, rows, whiten, hinv=None, nu="eigen"):
     xnorm, L = np.linalg.norm(F, axis=1), terms.lipschitz[rows]
     gamma = 1.01 * (F.shape[0] + K * df + 16) * _U
     p_norm = float(np.abs(terms.penalty).sum(axis=1).max()) * np.sqrt(K * df)
-    slack = np.sqrt(np.abs(hinv).sum(axis=1).max()) * _slack(
+    slack = np.sqrt(np.abs(hinv).sum(axis=1).max()) * gradient_rounding(
         gamma, float(xnorm @ np.linalg.norm(G, axis=1)), float(np.linalg.norm(theta)), p_norm, K,
         (float(xnorm**2 @ L), float(xnorm @ L)))
     cert = FitCertificate(hinv, None, gradient, whiten, terms.gsc, nu=nu,
@@ -270,7 +270,7 @@ def fit_certificate(terms, theta, rows, whiten, hinv=None, nu="eigen"):
     return cert, hinv, gradient
 
 
-def _slack(gamma, sums, theta_norm, p_norm, K, lip):
+def gradient_rounding(gamma, sums, theta_norm, p_norm, K, lip):
     r"""Bound on the 2-norm of the rounding error of a computed gradient :math:`\sum_i X_i
     \nabla\ell_i + P\theta` (docs/coupling.md, *Several margins per row*): :math:`\gamma` times
     the absolute values summed (``sums`` = :math:`\sum_i\|x_i\|\|\nabla\ell_i\|` over

@@ -3,7 +3,8 @@
 Every certified swap distance adds ``2 * RELEASE_TOL`` for the two released fits of a pair
 (docs/coupling.md, "Certified distances"); :func:`check_release` certifies, by the fit's own
 gradient and the ball lemma (:class:`~.certify.FitCertificate`, or for several margins per row
-:func:`~.multi_certify.fit_certificate`), that the polished release is that close to the exact
+:func:`~.multi_certify.fit_certificate`), or by strong convexity (the squared hinge,
+:class:`~.hinge_certify.StrongCertifier`), that the polished release is that close to the exact
 minimiser of its objective, and refuses it otherwise.
 """
 
@@ -15,7 +16,9 @@ from scipy import linalg, sparse
 from skmip.calibration.losses.registry import get_smooth_loss, gradient_sum
 from skmip.calibration.swap._common import _OWNER
 from skmip.calibration.swap.certify import RELEASE_TOL, FitCertificate
+from skmip.calibration.swap.hinge_certify import StrongCertifier
 from skmip.calibration.swap.multi_certify import fit_certificate
+from skmip.calibration.swap.polish import _regulariser_hessian
 from skmip.calibration.swap.whitening import _Whitener
 
 
@@ -34,6 +37,9 @@ def release_error(block, rows, scale):
     if block.multi is not None:  # several margins per row (multi_certify.py)
         return fit_certificate(block.multi, block.theta, rows, lambda V: whitener.apply(V, block.index),
                                hinv=hinv)[0].out_error
+    if block.glm.gsc is None:  # strongly convex (hinge_certify.py)
+        return StrongCertifier(block.glm, block.theta, _regulariser_hessian(block, rows), hinv, rows,
+                               lambda V: whitener.apply(V, block.index)).out_error
     F = block.glm.features[rows]
     residual = gradient_sum(block, rows) + block.regularizer_gradient
     cert = FitCertificate(hinv, F, residual, lambda V: whitener.apply(V, block.index), block.glm.gsc)
