@@ -18,9 +18,11 @@ in docs/coupling.md, "Certified distances", *Several margins per row*:
 * The gradient of :math:`F_{\rm in}` at the estimate is evaluated exactly over the rows
   (:math:`O(kD)` per pair), and the ball lemma (:func:`~.certify.ball_radius`) gives
   :math:`\rho \ge \|\theta^* - \theta_0 - \Delta\|_A`; the whitened error is at most
-  :math:`\sqrt{\nu}\,s\rho`. A few chord steps :math:`\Delta \leftarrow \Delta - A^{-1}\nabla
-  F_{\rm in}` shrink :math:`\rho` where that term is not negligible; every point's bound is
-  an upper bound, and the smallest is kept.
+  :math:`\sqrt{\nu}\,s\rho`. A few steps :math:`\Delta \leftarrow \Delta - M^{-1}\nabla
+  F_{\rm in}` (:math:`M = A + X_xW_xX_x^\top`, the target's curvature added) shrink
+  :math:`\rho` where that term is not negligible; every point's bound is an upper bound, and
+  the smallest is kept. Pairs still far above their estimate are solved exactly
+  (:func:`exact_distance`), certified by their own gradient.
 
 Rounding allowances (docs/coupling.md): the margins' moves, the gradient's row terms and its
 sums are bounded with :math:`\gamma = (k + D + 16)u` (:math:`u = 2^{-53}`) times the sums of
@@ -38,7 +40,7 @@ from skmip.calibration.swap.certify import RELEASE_TOL, FitCertificate, ball_rad
 _U = 2.0**-53
 #: Elements of one (rows x pairs x K) array of the gradients.
 _ROW_ELEMENTS = 2**21
-#: Chord steps after the certificate at the estimate, for the pairs still loose.
+#: Steps after the certificate at the estimate, for the pairs whose certificate is not yet tight.
 _CHORD_STEPS = 8
 #: A pair takes a further step while its certificate adds more than this fraction to its distance.
 _LOOSE_RTOL = 1e-3
@@ -164,7 +166,7 @@ class MultiCertifier:
             Delta = np.where(np.isfinite(Delta).all(axis=-1, keepdims=True), Delta, 0.0)
             best = np.full(pos.size, np.inf)
             live = np.isfinite(shrink)
-            for step_no in range(_CHORD_STEPS + 1):
+            for _ in range(_CHORD_STEPS + 1):
                 idx = np.flatnonzero(live)
                 if idx.size == 0:
                     break
