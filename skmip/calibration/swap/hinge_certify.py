@@ -87,7 +87,7 @@ class StrongCertifier:
 
     def _slack(self, sum_moved, sum_x, step_norm):
         return gradient_rounding(self.gamma, sum_moved + self.sum_d1 + sum_x, self.theta_norm + step_norm,
-                                 self.p_norm, 1, self.lip)
+                                 self.p_norm, 1, self.lip, 1.01 * (self.F.shape[1] + 2) * _U)
 
     def _p_norm_of(self, g, slack):
         r""":math:`\|g\|_{P^{-1}}` of rows ``g``, plus the rounding ``slack`` (2-norm) converted."""

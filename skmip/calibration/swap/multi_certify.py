@@ -136,8 +136,8 @@ class MultiCertifier:
     def _gradient_slack(self, sum_moved, sum_x, step_norm):
         """:func:`gradient_rounding` of a gradient of :math:`F_{\\rm in}` at a step of norm ``step_norm``
         from the fit (``sum_moved``, ``sum_x``: the moved rows' and the target's sums)."""
-        return gradient_rounding(self.gamma, sum_moved + self.sum_g0 + sum_x, self.theta_norm + step_norm, self.p_norm,
-                      self.K, self.lip)
+        return gradient_rounding(self.gamma, sum_moved + self.sum_g0 + sum_x, self.theta_norm + step_norm,
+                                 self.p_norm, self.K, self.lip, 1.01 * (self.F.shape[1] + 2) * _U)
 
     def distances(self, pos, x, alpha, mu, Xix, Sx, estimates):
         r"""Certified distances of the pairs (e = ``H[pos]``, target ``x``) whose estimate is
@@ -266,22 +266,24 @@ def fit_certificate(terms, theta, rows, whiten, hinv=None, nu="eigen"):
     p_norm = float(np.abs(terms.penalty).sum(axis=1).max()) * np.sqrt(K * df)
     slack = np.sqrt(np.abs(hinv).sum(axis=1).max()) * gradient_rounding(
         gamma, float(xnorm @ np.linalg.norm(G, axis=1)), float(np.linalg.norm(theta)), p_norm, K,
-        (float(xnorm**2 @ L), float(xnorm @ L)))
+        (float(xnorm**2 @ L), float(xnorm @ L)), 1.01 * (df + 2) * _U)
     cert = FitCertificate(hinv, None, gradient, whiten, terms.gsc, nu=nu,
                           leverage=range_leverage(0.5 * (S + np.swapaxes(S, 1, 2))), slack=slack)
     return cert, hinv, gradient
 
 
-def gradient_rounding(gamma, sums, theta_norm, p_norm, K, lip):
+def gradient_rounding(gamma, sums, theta_norm, p_norm, K, lip, gamma_margin):
     r"""Bound on the 2-norm of the rounding error of a computed gradient :math:`\sum_i X_i
     \nabla\ell_i + P\theta` (docs/coupling.md, *Several margins per row*): :math:`\gamma` times
     the absolute values summed (``sums`` = :math:`\sum_i\|x_i\|\|\nabla\ell_i\|` over
     every gradient that enters, and :math:`\|P\|_\infty\|\theta\|\sqrt{D}`), and the row
-    gradients at margins rounded by :math:`2\gamma\|x_i\|\|\theta\|` (each gradient
+    gradients at margins rounded by :math:`2\gamma_m\|x_i\|\|\theta\|` in the 2-norm
+    (``gamma_margin`` :math:`= \gamma_m = 1.01(D_f + 2)u`: each margin a dot product of
+    :math:`D_f` terms, computed twice, the fit's and the move; each gradient
     :math:`L_i`-Lipschitz: ``lip`` = :math:`(\sum_i L_i\|x_i\|^2, \sum_i L_i\|x_i\|)`) plus
     a softmax's own :math:`8KuL_i`."""
     return (gamma * (sums + p_norm * theta_norm)
-            + 2.0 * np.sqrt(K) * gamma * theta_norm * lip[0] + 8.0 * K * _U * lip[1])
+            + 2.0 * gamma_margin * theta_norm * lip[0] + 8.0 * K * _U * lip[1])
 
 
 def objective(terms, theta, rows, hessian=False):
