@@ -258,7 +258,7 @@ def fit_released_base(estimator, adapter, data, spread, polish, certified):
         polish_to_minimiser(base, X_train, data.y_train, sample_weight=train_params.get("sample_weight"),
                             params=adapter)
         if certified:
-            from skmip.calibration.swap.certify import check_release
+            from skmip.calibration.swap.release import check_release
 
             check_release(base, X_train, data.y_train, train_params.get("sample_weight"), spread.scale)
     adapter.canonicalize(base)

@@ -150,9 +150,8 @@ def test_fit_sets_lacking_a_class_score_zero_on_the_multinomial_path():
 
 def test_small_three_class_data_whose_subsets_keep_every_class_calibrates():
     """45 rows, 15 per class: the coupling route (designed shape, newton engine, the
-    multinomial K-margin path) runs; its distances are estimates (the softmax loss declares no
-    self-concordance constant), so it promises nothing rather than an unproven eta ("auto" takes
-    noisy gradients here, which promise eta)."""
+    multinomial K-margin path) runs, and its distances are certified (the softmax loss's range
+    self-concordance, multi_certify.py), so it promises eta."""
     import warnings
 
     from skmip import MIPNoiseWrapper
@@ -162,6 +161,6 @@ def test_small_three_class_data_whose_subsets_keep_every_class_calibrates():
         warnings.simplefilter("ignore")
         w = MIPNoiseWrapper(LogisticRegression(), eta=0.1, method="coupling", random_state=0).fit(X, y)
     assert w.method_ == "coupling" and w.sensitivity_engine_ == "newton"
-    assert not w.coupling_certified_ and w.mip_bound_ is None and w.coupling_eta_upper_ is None
+    assert w.coupling_certified_ and w.mip_bound_ == 0.1 and w.coupling_eta_upper_ <= 0.1
     assert w.coupling_eta_point_ <= 0.1 and w.target_eta_ == 0.1
     assert w.estimator_.coef_.shape == (3, 2)

@@ -116,22 +116,25 @@ class _LogisticLoss:
                 block = (Xf.T * coeff) @ Xf
                 hess[a, :, b, :] = block
                 hess[b, :, a, :] = block.T
-        hess = hess.reshape(K * da, K * da) + np.diag(np.tile(reg, K))
+        penalty = np.diag(np.tile(reg, K))
         # Softmax is invariant to adding one vector to every class: along sum_c e_c (x) u for
         # an unpenalised coordinate u the objective is flat. The gradients have no component
         # there, so the solver never moves along it; adding the projector onto those
         # directions makes the Hessian invertible without changing the solution for such
-        # right-hand sides.
+        # right-hand sides. It is the Hessian of the objective plus (u'theta)^2 / 2, whose
+        # minimiser is the one with u'theta = 0 (scikit-learn centres the intercepts): the
+        # objective the certificate describes (docs/coupling.md, "Certified distances").
         for f in np.flatnonzero(reg == 0):
             u = np.zeros(K * da)
             u[f::da] = 1.0 / math.sqrt(K)
-            hess += np.outer(u, u)
+            penalty += np.outer(u, u)
+        hess = hess.reshape(K * da, K * da) + penalty
         index = np.empty(K * da, dtype=np.intp)
         for c in range(K):
             index[c * da : c * da + d] = c * d + np.arange(d)
             if fit_intercept:
                 index[c * da + d] = n_coef + c
-        multi = softmax_terms(Xa, Xa @ Theta.T, T, cs)
+        multi = softmax_terms(Xa, Xa @ Theta.T, T, cs, penalty)
         return [LossBlock(index, Theta.ravel(), grads, hess, np.tile(reg, K) * Theta.ravel(), multi=multi)]
 
 

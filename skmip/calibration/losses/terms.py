@@ -55,6 +55,11 @@ class GLMTerms(NamedTuple):
         :math:`u` and row (generalised self-concordance, Bach 2010), which lets the
         ``"newton"`` engine certify its distances (:mod:`.certify`); ``None`` if the loss
         declares none (its distances are then estimates, not bounds).
+    lipschitz : ndarray of shape (n_samples,) or None
+        For a loss without ``gsc``: :math:`L_i \ge` the Lipschitz constant of
+        :math:`\ell_i'` (non-decreasing), which declares the strong-convexity certificate
+        (:mod:`skmip.calibration.swap.hinge_certify`: the regulariser's Hessian must be
+        positive definite); ``None`` declares none.
     """
 
     features: np.ndarray
@@ -62,6 +67,7 @@ class GLMTerms(NamedTuple):
     dloss: Callable
     d2loss: Callable
     gsc: float | None = None
+    lipschitz: np.ndarray | None = None
 
 
 class MultiMarginTerms(NamedTuple):
@@ -82,17 +88,39 @@ class MultiMarginTerms(NamedTuple):
         ``dloss(Z, rows)`` -> ``(m, K)`` gradients :math:`\nabla_z\ell_{rows}(Z)` and
         ``d2loss(Z, rows)`` -> ``(m, K, K)`` Hessians :math:`\nabla^2_z\ell_{rows}(Z)`
         (positive semi-definite), for ``Z`` of shape ``(m, K)`` and ``rows`` of shape ``(m,)``.
+    gsc : float or None
+        A constant :math:`R` with :math:`|D^3\ell_i(z)[w, w, v]| \le R\,\mathrm{rg}(v)\,
+        D^2\ell_i(z)[w, w]` for all :math:`z, w, v`, where :math:`\mathrm{rg}(v) = \max_a v_a -
+        \min_a v_a` (softmax: :math:`R = 1`), which lets the ``"newton"`` engine certify its
+        distances (:mod:`skmip.calibration.swap.multi_certify`); ``None`` if the loss declares
+        none (its distances are then estimates, not bounds).
+    penalty : ndarray of shape (D_b, D_b) or None
+        The Hessian :math:`P` of the block's quadratic regulariser (with the terms that pin
+        down flat directions of the data part, if the Hessian carries them); needed to certify.
+    lipschitz : ndarray of shape (n_samples,) or None
+        :math:`L_i \ge \sup_z \lambda_{\max}\nabla^2\ell_i(z)` (the gradient's Lipschitz
+        constant; softmax: the row's weight), for the certificate's rounding allowance.
     """
 
     features: np.ndarray
     margins: np.ndarray
     dloss: Callable
     d2loss: Callable
+    gsc: float | None = None
+    penalty: np.ndarray | None = None
+    lipschitz: np.ndarray | None = None
 
 
-def softmax_terms(features, margins, onehot, weights):
+def softmax_terms(features, margins, onehot, weights, penalty=None):
     r""":class:`MultiMarginTerms` of the weighted softmax cross-entropy
-    :math:`c_i(\log\sum_a e^{z_a} - t_i^\top z)` (``onehot`` :math:`t_i`, ``weights`` :math:`c_i`)."""
+    :math:`c_i(\log\sum_a e^{z_a} - t_i^\top z)` (``onehot`` :math:`t_i`, ``weights`` :math:`c_i`).
+
+    Its third derivative is :math:`c_i` times the third central moment of the margins under
+    the softmax probabilities, :math:`D^3\ell(z)[w, w, v] = c\,E_p[(w - E_pw)^2(v - E_pv)]`,
+    so :math:`R = 1` with the range seminorm (docs/coupling.md, "Certified distances"), and
+    :math:`\lambda_{\max}(\mathrm{diag}\,p - pp^\top) \le \max_a p_a \le 1` gives
+    :math:`L_i = c_i`. ``penalty``: the regulariser's Hessian, which the certificate needs.
+    """
 
     def probabilities(Z):
         E = np.exp(Z - Z.max(axis=1, keepdims=True))
@@ -106,7 +134,8 @@ def softmax_terms(features, margins, onehot, weights):
         W = P[:, :, None] * (np.eye(P.shape[1])[None] - P[:, None, :])  # diag p - p p'
         return weights[rows, None, None] * W
 
-    return MultiMarginTerms(features, margins, dloss, d2loss)
+    return MultiMarginTerms(features, margins, dloss, d2loss, gsc=1.0, penalty=penalty,
+                            lipschitz=np.asarray(weights, dtype=np.float64))
 
 
 class LossBlock(NamedTuple):

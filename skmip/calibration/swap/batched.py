@@ -36,6 +36,7 @@ import copy
 import numpy as np
 
 from skmip.calibration.swap.lazy import tightened
+from skmip.calibration.swap.pair_certifier import make_certifier
 from skmip.calibration.swap.stacked_certifier import StackCertifier
 from skmip.calibration.swap.influence import (
     _E_KEYS,
@@ -166,10 +167,21 @@ def _batch(fits, fitter, loss, Xd, y, sample_weight, n, k, whitener, n_keep, ref
     side = (_take(flat, b_of + e, _E_KEYS), _take(flat, b_of + x[:, None], _X_KEYS), glm)
     starts = np.cumsum(sizes) - sizes
     if certify:
-        # Each pair certified with its own fit's Hessian, residual and rows, all fits at once.
-        cert = StackCertifier(glm, theta, reg0, P, Hinv, H, grad, whitener, index, xi, prep["h"],
-                              cache=exact_cache(fitter), targets=tightened(certify))
-        dist = _certified_matched(cert, side, whitener, fit=np.repeat(np.arange(B), sizes)[:, None])
+        if glm.gsc is not None:
+            # Each pair certified with its own fit's Hessian, residual and rows, all fits at once.
+            cert = StackCertifier(glm, theta, reg0, P, Hinv, H, grad, whitener, index, xi, prep["h"],
+                                  cache=exact_cache(fitter), targets=tightened(certify))
+            dist = _certified_matched(cert, side, whitener, fit=np.repeat(np.arange(B), sizes)[:, None])
+        else:
+            # A loss with no self-concordance constant (the squared hinge): its own certificate,
+            # fit by fit (make_certifier).
+            dist = np.empty(e.shape)
+            for b in range(B):
+                part = slice(starts[b], starts[b] + sizes[b])
+                cert = make_certifier(glm, theta[b], reg0[b], P, Hinv[b], H[b], grad[b], whitener, index,
+                                      cache=exact_cache(fitter), targets=tightened(certify))
+                pe, px = ({key: value[part] for key, value in d.items()} for d in side[:2])
+                dist[part] = _certified_matched(cert, (pe, px, glm), whitener)
         refine = 0.0  # refinement is not certified
     else:
         dist = _matched_distances([side], whitener, True)

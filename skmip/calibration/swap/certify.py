@@ -25,8 +25,8 @@ Three facts carry it (all for a convex objective :math:`F` whose data part is
    :math:`\tilde\theta` in the :math:`A`-norm (along every ray from :math:`\tilde\theta`
    the slope is :math:`\ge -g + \mu t > 0` for :math:`g/\mu < t \le \rho`).
 
-This module holds the certificate of one fit (:class:`FitCertificate`), the exact solve and
-the release check; the sums over a fit's rows are in :mod:`skmip.calibration.swap.row_sums`,
+This module holds the certificate of one fit (:class:`FitCertificate`) and the exact solve
+(the release check is in :mod:`skmip.calibration.swap.release`); the sums over a fit's rows are in :mod:`skmip.calibration.swap.row_sums`,
 and the certification of the pairs of one fit in :mod:`skmip.calibration.swap.pair_certifier`.
 """
 
@@ -137,13 +137,14 @@ def _lambertw0_negative(z):
     return w
 
 
-def fit_constants(hinv, residual, whiten, gsc, leverage, nu="eigen"):
+def fit_constants(hinv, residual, whiten, gsc, leverage, nu="eigen", slack=0.0):
     r"""The constants of :class:`FitCertificate` for a stack of fits: ``(nu, lam, g0,
     out_error, leverage)``, arrays over the fits (``leverage`` clipped at 0, (B, k)).
 
     ``hinv`` (B, D, D), ``residual`` (B, D), ``leverage`` (B, k): each fit's :math:`K^{-1}`,
     :math:`\nabla F_H(\theta_0)` and :math:`x_i^\top K^{-1} x_i`. The products are those of
     one fit (BLAS per matrix), so a fit's constants do not depend on the fits beside it.
+    ``slack`` is a rounding allowance added to :math:`\|\nabla F_H(\theta_0)\|_{K^{-1}}`.
     """
     W = whiten(np.eye(hinv.shape[-1]))  # rows: whitened images of the unit vectors
     M = W.T @ hinv @ W
@@ -153,7 +154,7 @@ def fit_constants(hinv, residual, whiten, gsc, leverage, nu="eigen"):
     nu_ = np.maximum(top, 0.0)
     lam = leverage.max(axis=-1) if leverage.shape[-1] else np.zeros(leverage.shape[:-1])
     g2 = ((residual[:, None, :] @ hinv) @ residual[:, :, None])[:, 0, 0]
-    g0 = np.sqrt(np.maximum(g2, 0.0))
+    g0 = np.sqrt(np.maximum(g2, 0.0)) + float(slack)
     r_out = ball_radius(g0, 0.0, float(gsc) * np.sqrt(lam))
     return nu_, lam, g0, np.sqrt(nu_) * r_out, np.maximum(leverage, 0.0)
 
@@ -179,7 +180,10 @@ class FitCertificate:
         How :math:`\nu` is computed (below).
     leverage : ndarray (k,), optional
         :math:`x_i^\top K^{-1} x_i` for the rows of ``features``, when the engine has them
-        (``features`` is then not used).
+        (``features`` is then not used); for rows of several margins, their range leverages
+        (:func:`~.multi_certify.range_leverage`).
+    slack : float, default=0.0
+        A rounding allowance added to :math:`\|\nabla F_H(\theta_0)\|_{K^{-1}}`.
 
     Attributes
     ----------
@@ -192,10 +196,11 @@ class FitCertificate:
         Whitened distance from :math:`\theta_0` to the exact minimiser of :math:`F_H`.
     """
 
-    def __init__(self, hinv, features, residual, whiten, gsc, nu="eigen", leverage=None):
+    def __init__(self, hinv, features, residual, whiten, gsc, nu="eigen", leverage=None, slack=0.0):
         if leverage is None:
             leverage = ((features @ hinv) * features).sum(axis=1)  # x_i' K^-1 x_i
-        consts = fit_constants(hinv[None], residual[None], whiten, gsc, np.asarray(leverage)[None], nu)
+        consts = fit_constants(hinv[None], residual[None], whiten, gsc, np.asarray(leverage)[None], nu,
+                               slack=slack)
         self.nu, self.lam, self.g0, self.out_error = (float(c[0]) for c in consts[:4])
         self.leverage, self.gsc = consts[4][0], float(gsc)
 
@@ -302,46 +307,3 @@ def exact_minimiser(features, dloss, d2loss, rows, P, reg_at, start, whiten, gsc
 
 
 #: A pair whose certificate adds more than this fraction to its estimate is solved exactly.
-
-
-def release_error(block, rows, scale):
-    r"""Certified whitened distance of a released fit from the exact minimiser of its objective.
-
-    ``block``: the fit's single generalised-linear :class:`~.losses.LossBlock` on ``rows``
-    (its gradients, Hessian and regulariser's gradient at the released parameters);
-    ``scale``: the noise shape. The certified distances assume at most
-    :data:`RELEASE_TOL` (:mod:`.certify`); the wrapper checks it before releasing.
-    """
-    from skmip.calibration.losses.registry import gradient_sum
-    from skmip.calibration.swap.whitening import _Whitener
-
-    whitener = _Whitener(scale)
-    K = block.hessian
-    hinv = linalg.cho_solve(linalg.cho_factor(K, lower=True, check_finite=False), np.eye(K.shape[0]),
-                            check_finite=False)
-    F = block.glm.features[rows]
-    residual = gradient_sum(block, rows) + block.regularizer_gradient
-    cert = FitCertificate(hinv, F, residual, lambda V: whitener.apply(V, block.index), block.glm.gsc)
-    return cert.out_error
-
-
-def check_release(fitted, X, y, sample_weight, scale):
-    """Raise unless the polished release is within :data:`RELEASE_TOL` (whitened) of the exact
-    minimiser of its objective, the allowance the certified distances carry."""
-    from scipy import sparse
-
-    from skmip.calibration.swap._common import _OWNER
-    from skmip.calibration.losses.registry import get_smooth_loss
-
-    loss = get_smooth_loss(fitted)
-    Xd = X.toarray() if sparse.issparse(X) else np.asarray(X, dtype=np.float64)
-    rows = np.arange(Xd.shape[0])
-    (block,) = loss.blocks(fitted, Xd, None if y is None else np.asarray(y), rows, sample_weight)
-    err = release_error(block, rows, scale)
-    if not err <= RELEASE_TOL:
-        raise ValueError(
-            f"{_OWNER}: the released fit is certified only to {err:.3g} (in units of the noise "
-            f"shape) from the exact minimiser of its objective, above the {RELEASE_TOL:g} the "
-            "certified swap distances allow; the objective is too ill-conditioned for the "
-            "released model to be pinned down. Add regularisation (smaller C, larger alpha)."
-        )

@@ -239,12 +239,13 @@ def _estimate(estimator, X, y, n, k, n_rounds, summary_size, refine, scale, whit
     probe, theta0 = _fit_vector(estimator, adapter, X, y, probe_rows, fit_params, n)
     _check_scale_size(whitener, theta0)
     Xd = yd = sw = None
+    multi = False  # K margins per row: every pair certified in full (no lazy passes, multi_certify.py)
     if engine != "refit" and engine != "exact":
         Xd = X.toarray() if sparse.issparse(X) else np.asarray(X, dtype=np.float64)
         yd = None if y is None else np.asarray(y)
         sw = fit_params.get("sample_weight")
-        engine, certify = _model_engine(estimator, loss, adapter, probe, probe_rows, theta0, Xd, yd, sw, engine,
-                                        polish, certify, whitener)
+        engine, certify, multi = _model_engine(estimator, loss, adapter, probe, probe_rows, theta0, Xd, yd, sw,
+                                               engine, polish, certify, whitener)
 
     if engine == "exact":
         if pairs_per_target not in (None, "all"):
@@ -289,7 +290,7 @@ def _estimate(estimator, X, y, n, k, n_rounds, summary_size, refine, scale, whit
             seeds, n_jobs, verbose, compact=compact, values_per_round=n * n_keep, prefer="threads",
         )
 
-    if certify and tighten_for is not None and engine == "newton" and not compact and k >= LAZY_MIN_ROWS:
+    if certify and tighten_for is not None and engine == "newton" and not (multi or compact) and k >= LAZY_MIN_ROWS:
         rounds = settled_rounds(run, tighten_for, k / n, n)
     else:
         rounds = run(certify)
@@ -315,21 +316,21 @@ def _resolve_engine(estimator, loss, engine):
 
 def _model_engine(estimator, loss, adapter, probe, probe_rows, theta0, Xd, yd, sw, engine, polish, certify,
                   whitener):
-    """``(engine, certify)`` of the influence engines, read from the loss's blocks at the probe
-    fit: ``"newton"`` where every block is generalised-linear (or one multinomial block),
-    ``"influence"`` otherwise; certified only where the certificate applies (polished fits)."""
+    """``(engine, certify, multi)`` of the influence engines, read from the loss's blocks at the
+    probe fit: ``"newton"`` where every block is generalised-linear (or one multinomial block,
+    ``multi``), ``"influence"`` otherwise; certified only where the certificate applies
+    (polished fits)."""
     if polish:
         theta0 = _polish(probe, loss, adapter, Xd, yd, probe_rows, sw)
     blocks = loss.blocks(probe, Xd, yd, probe_rows, sw)
     _check_layout(blocks, theta0, estimator)
-    glm = all(b.glm is not None for b in blocks)
+    # Multinomial blocks (K margins per row, multinomial.py): "newton" too.
+    multi = len(blocks) == 1 and blocks[0].multi is not None
+    glm = multi or all(b.glm is not None for b in blocks)
     # The certificate bounds distances between exact minimisers: the fits (and the
     # release) must be carried there (polish).
     certify = bool(certify) and polish and certifiable(
         blocks, engine in ("newton", "influence?") and glm, whitener)
-    # Multinomial blocks (K margins per row, multinomial.py): "newton" too.
-    if len(blocks) == 1 and blocks[0].multi is not None:
-        glm = True
     if engine == "influence?":
         engine = "newton" if glm else "influence"
     elif engine == "newton" and not glm:
@@ -339,7 +340,7 @@ def _model_engine(estimator, loss, adapter, probe, probe_rows, theta0, Xd, yd, s
             f"{type(estimator).__name__}'s registered loss does not declare. Use "
             "engine='influence' (first order) or 'refit'."
         )
-    return engine, certify
+    return engine, certify, multi
 
 
 def _pairs_per_target(engine, pairs_per_target, certify, n, k):

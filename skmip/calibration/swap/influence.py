@@ -7,7 +7,7 @@ from scipy import linalg
 
 from skmip.calibration.swap._common import _OWNER
 from skmip.calibration.swap.lazy import tightened
-from skmip.calibration.swap.pair_certifier import PairCertifier
+from skmip.calibration.swap.pair_certifier import make_certifier
 from skmip.calibration.swap.row_sums import fit_row_scalars
 from skmip.calibration.losses.registry import gradient_sum
 from skmip.calibration.swap.multinomial import _multi_margin_distances
@@ -134,28 +134,37 @@ def _refine_fit(block, factor, P, H, px, cols, e_rows, whitener):
 
 
 def certifiable(blocks, newton, whitener):
-    """Whether the Newton engine's distances of these blocks can be certified
-    (:mod:`.certify`): one generalised-linear block whose loss declares its
-    self-concordance constant, and a noise shape with no zero-scale coordinate."""
-    return (newton and len(blocks) == 1 and blocks[0].glm is not None
-            and blocks[0].glm.gsc is not None and not whitener.zero.any())
+    """Whether the Newton engine's distances of these blocks can be certified: one
+    generalised-linear block whose loss declares its self-concordance constant
+    (:mod:`.certify`), or one block of several margins per row that declares its constant and
+    its regulariser (:mod:`.multi_certify`); and a noise shape with no zero-scale coordinate."""
+    if not newton or len(blocks) != 1 or whitener.zero.any():
+        return False
+    glm, multi = blocks[0].glm, blocks[0].multi
+    if glm is not None:  # self-concordant (certify.py) or strongly convex (hinge_certify.py)
+        return glm.gsc is not None or glm.lipschitz is not None
+    return multi is not None and multi.gsc is not None and multi.penalty is not None
 
 
 def _certifier(block, hinv, fitter, H, whitener, prep=None, certify=True):
-    """The fit's :class:`~.pair_certifier.PairCertifier`. ``prep`` = (H side, target side) of
+    """The fit's :class:`~.pair_certifier.PairCertifier` (a
+    :class:`~.hinge_certify.StrongCertifier` for a loss that declares no self-concordance
+    constant but a Lipschitz derivative, the squared hinge). ``prep`` = (H side, target side) of
     :func:`_prepare`: the rows' quantities the engine computed, all summed at once; without
     it the H side's scalars are computed here and the row sums filled as the rows come.
     ``certify``: ``True`` or a :class:`~.lazy.Tighten` (the targets tightened past stage 1)."""
-    residual = gradient_sum(block, H) + block.regularizer_gradient
     P = fitter.regulariser_hessian(block, H)
+    if block.glm.gsc is None:  # the squared hinge: strong convexity (hinge_certify.py)
+        return make_certifier(block.glm, block.theta, None, P, hinv, np.asarray(H), None, whitener, block.index)
+    residual = gradient_sum(block, H) + block.regularizer_gradient
     if prep is None:
         rows = fit_row_scalars(block.glm, block.theta, H, hinv, lambda V: whitener.apply(V, block.index))
     else:
         pe, px = prep
         rows = (pe["h"], _norms(pe), pe["d2"])
-    cert = PairCertifier(block.glm, block.theta, block.regularizer_gradient, P, hinv, np.asarray(H),
-                         residual, whitener, block.index, cache=exact_cache(fitter), rows=rows,
-                         targets=tightened(certify))
+    cert = make_certifier(block.glm, block.theta, block.regularizer_gradient, P, hinv, np.asarray(H),
+                          residual, whitener, block.index, cache=exact_cache(fitter), rows=rows,
+                          targets=tightened(certify))
     if prep is not None:
         for side in prep:
             cert.sums.fill(side["rows"], side["xi"], side["h"])
@@ -249,7 +258,7 @@ def _influence_round(fitter, loss, Xd, y, sample_weight, n, k, seed, p, whitener
         if multi:  # --- hook: the target-exact engine with K margins (multinomial.py) ---
             # The same draws of e as the one-margin engines: p positions in H per target.
             pos = None if all_pairs else rng.integers(0, k, size=(targets.size, p))
-            dist = _multi_margin_distances(blocks[0], factors[-1], H, targets, pos, whitener)
+            dist = _multi_margin_distances(blocks[0], factors[-1], H, targets, pos, whitener, bool(certify))
             out[targets] = _jensen_summary(dist, n_keep)
         elif stream:
             if targets.size:

@@ -54,6 +54,7 @@ from scipy import linalg
 
 from skmip.calibration.losses.terms import MultiMarginTerms  # noqa: F401  (defined with the loss terms; importable here as before)
 from skmip.calibration.swap._common import _OWNER
+from skmip.calibration.swap.multi_certify import MultiCertifier
 
 #: (e, x) pairs processed at a time (memory: a few K x K arrays per pair).
 _PAIR_CHUNK = 8192
@@ -98,7 +99,7 @@ def _solve_margins(Ax, b, terms, rows, max_iter=100):
     return z
 
 
-def _multi_margin_distances(block, factor, fit_rows, targets, e_pos, whitener):
+def _multi_margin_distances(block, factor, fit_rows, targets, e_pos, whitener, certify=False):
     r"""Whitened swap distances of the target-exact model (module docstring), for one fit.
 
     Parameters
@@ -117,11 +118,16 @@ def _multi_margin_distances(block, factor, fit_rows, targets, e_pos, whitener):
         every target with every row of :math:`H` (``P = k``).
     whitener : _Whitener
         The noise's whitening.
+    certify : bool, default=False
+        Return certified upper bounds on the exact distances instead
+        (:class:`~.multi_certify.MultiCertifier`; the loss must declare ``gsc`` and
+        ``penalty``, and the whitening no zero-scale coordinate).
 
     Returns
     -------
     ndarray of shape (T, P)
-        :math:`\|L^{-1}\Delta\|` for each pair; ``inf`` where a zero-scale coordinate moves.
+        :math:`\|L^{-1}\Delta\|` for each pair; ``inf`` where a zero-scale coordinate moves
+        (certified: where no bound was found).
 
     Notes
     -----
@@ -151,7 +157,7 @@ def _multi_margin_distances(block, factor, fit_rows, targets, e_pos, whitener):
         G = np.einsum("ibaf,if->iab", Psi, x, optimize=True)
         return Xi, Psi, 0.5 * (S + S.transpose(0, 2, 1)), 0.5 * (G + G.transpose(0, 2, 1))
 
-    _, _, See, Gee = per_row(e_rows)
+    XiE, _, See, Gee = per_row(e_rows)
     We = terms.d2loss(terms.margins[e_rows], e_rows)
     re = terms.dloss(terms.margins[e_rows], e_rows)
     eye = np.eye(K)
@@ -159,6 +165,8 @@ def _multi_margin_distances(block, factor, fit_rows, targets, e_pos, whitener):
     # Hessian of F_H - l_e), so I - S_ee W_e is invertible.
     Ce = np.linalg.solve((eye - See @ We).transpose(0, 2, 1), We.transpose(0, 2, 1)).transpose(0, 2, 1)
     rho = re + np.einsum("pab,pbc,pc->pa", Ce, See, re)
+    cert = MultiCertifier(terms, block.theta, Hinv, e_rows, lambda V: whitener.apply(V, block.index),
+                          See, We, Ce, XiE) if certify else None
     if has_raw:  # values on zero-scale coordinates: R_i[c] = raw part of H^-1 (e_c (x) x_i)
         Rt3 = Rt.reshape(K, df, -1)
 
@@ -194,5 +202,7 @@ def _multi_margin_distances(block, factor, fit_rows, targets, e_pos, whitener):
         if has_raw:
             moved = np.einsum("pkd,pk->pd", raw(e_rows[ei]), alpha) - np.einsum("pkd,pk->pd", raw(xr), mu)
             dist = np.where((moved != 0).any(axis=1), np.inf, dist)
+        if cert is not None:
+            dist = cert.distances(ei, xr, alpha, mu, Xix[ti], Ax, dist)
         out[start : start + tc.size] = dist.reshape(tc.size, P)
     return out

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from skmip.calibration.swap.certify import RELEASE_TOL, FitCertificate, exact_minimiser
+from skmip.calibration.swap.hinge_certify import StrongCertifier
 from skmip.calibration.swap.row_sums import RowSums, fit_row_scalars
 from skmip.calibration.swap.second_stage import SecondStage
 
@@ -23,6 +24,16 @@ _FALLBACK_ATOL = 0.01
 _CACHE_SIZE = 20000
 #: Further chord steps for the pairs still loose after those.
 _MORE_CHORD_STEPS = 6
+
+
+def make_certifier(glm, theta0, reg0, P, hinv, H, residual, whitener, index, **kwargs):
+    """The certifier of one fit of a generalised-linear block: :class:`PairCertifier` for a
+    loss that declares its self-concordance constant, :class:`~.hinge_certify.StrongCertifier`
+    for one that declares a Lipschitz, non-decreasing derivative instead (the squared hinge;
+    ``residual`` and ``kwargs`` are then not needed)."""
+    if glm.gsc is None:
+        return StrongCertifier(glm, theta0, P, hinv, H, lambda V: whitener.apply(V, index))
+    return PairCertifier(glm, theta0, reg0, P, hinv, H, residual, whitener, index, **kwargs)
 
 
 class PairCertifier:
