@@ -240,6 +240,10 @@ class OneRunAudit:
         The (epsilon, delta) the fitted model states, for adding or removing one record of
         the data it was given (a subsampling learner's own budget amplified by its rate);
         None when it states none.
+    model_eta_ : float or None
+        The eta an eta-MIP release states (``mip_bound_``), reported beside the epsilon
+        bound; None when it states none. An epsilon lower bound implies no eta lower bound
+        (docs/auditing.md, "eta-MIP in one run").
     in_scores_, out_scores_ : ndarray
         The canaries' scores (the model's :func:`~skmip.audit.game.model_signal`).
     included_ : ndarray of bool
@@ -344,6 +348,8 @@ def one_run_audit(estimator, X, y, X_canary, y_canary, *, delta=None, confidence
     audit.epsilon_lower_ = one_run_epsilon(scores[included], scores[~included], delta=delta, confidence=confidence,
                                            method=method, tradeoff=tradeoff, n_guesses=n_guesses, guesses=guesses)
     audit.model_epsilon_, audit.model_delta_ = eps_model, delta_model
+    promise = stated_promise(model)
+    audit.model_eta_ = promise.value if promise is not None and promise.kind == "mip" and promise.promised else None
     audit.in_scores_, audit.out_scores_, audit.included_ = scores[included], scores[~included], included
     audit.n_trainings_ = 1
     return audit

@@ -181,3 +181,18 @@ def test_a_dpsgd_logistic_regression_costs_one_run():
     audit = one_run_audit(model, X.astype(np.float32), y, Xc.astype(np.float32), yc, random_state=0)
     assert audit.n_trainings_ == 1 and audit.model_delta_ == DELTA
     assert audit.epsilon_lower_ <= audit.model_epsilon_ == pytest.approx(8.0, rel=0.01)
+
+
+@pytest.mark.filterwarnings("ignore::skmip.exceptions.PrivacyWarning")  # seeded for the test
+def test_an_eta_mip_release_reports_its_eta_beside_the_epsilon_bound():
+    """An eta-MIP release by noisy gradients states no epsilon but an eta: the one-run audit
+    reports it (model_eta_) beside the epsilon lower bound, after one fit."""
+    from skmip import MIPNoiseWrapper
+
+    X, y, Xc, yc = _canaries()
+    wrapper = MIPNoiseWrapper(LogisticRegression(C=100, fit_intercept=False), eta=0.1, method="noisy_gradient",
+                              random_state=0)
+    audit = one_run_audit(wrapper, X, y, Xc, yc, random_state=0)
+    assert audit.model_epsilon_ is None and audit.n_trainings_ == 1
+    assert 0 < audit.model_eta_ <= 0.1 and audit.epsilon_lower_ >= 0.0
+    assert one_run_audit(_CountsFits(), X, y, Xc, yc, delta=DELTA, random_state=0).model_eta_ is None
