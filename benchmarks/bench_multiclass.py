@@ -62,7 +62,7 @@ def run(name, eta, rounds, seed, n_jobs=1):
         print("  warnings (coupling):", "; ".join(sorted(set(warned))), flush=True)
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", default=list(LOADERS), choices=list(LOADERS))
     parser.add_argument("--eta", type=float, default=0.2)
@@ -71,7 +71,7 @@ def main():
     parser.add_argument("--seed", type=int, default=0, help="noise seed (a fixed seed voids the guarantee: "
                         "use it to reproduce figures only)")
     parser.add_argument("--n-jobs", type=int, default=1, help="the wrapper's n_jobs (CPU time sums the threads)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     rounds = {k: int(v) for k, v in (r.split("=") for r in args.rounds)}
     np.random.seed(args.seed)
     for name in args.datasets:

@@ -28,7 +28,7 @@ SMOKE = [
 ]
 PARSER_ONLY = [
     "bench_any_estimator", "bench_art", "bench_auto", "bench_dpsgd_accounting", "bench_exact_audit", "bench_grid_search",
-    "bench_moments", "bench_nasr", "bench_nn_gmip_utility", "bench_noisy_gradient", "bench_peers", "bench_pipelines",
+    "bench_moments", "bench_multiclass", "bench_nasr", "bench_nn_gmip_utility", "bench_noisy_gradient", "bench_peers", "bench_pipelines",
     "bench_private_head", "bench_routes",
 ]
 
