@@ -37,7 +37,6 @@ from sklearn.base import clone
 from skmip import MIPNoiseWrapper
 from skmip.audit.scoring import MIAttackScorer
 from skmip.calibration.routes import ROUTES
-from skmip.calibration.routes.registry import calibrated_estimator
 
 DATA = ("adult", "german", "breast_cancer", "digits", "diabetes")
 
@@ -67,11 +66,8 @@ def _audit(model, X, y, n_models):
 
 
 def _applies(route, pipe):
-    """Whether the wrapper takes ``method=route`` for ``pipe``. Coupling also calibrates a
-    pipeline's last step when its transformers have no parameter adapter (they are fitted on D:
-    ``calibrated_estimator``), which ``CouplingRoute.applies``, the parameter-adapter rule, misses."""
-    if route == "coupling" and calibrated_estimator(pipe, "auto") is not None:
-        return True
+    """Whether the wrapper takes ``method=route`` for ``pipe`` (``route.applies``: coupling
+    also calibrates the last step of a pipeline whose transformers are fitted on D)."""
     return ROUTES[route]().applies(pipe, "auto") is None
 
 

@@ -70,6 +70,19 @@ def test_auto_says_which_route_and_why():
     assert "no parameter adapter" in auto_route(RandomForestClassifier(), "auto")[1]
 
 
+def test_coupling_applies_where_the_wrapper_calibrates_a_pipeline_s_last_step():
+    """A ColumnTransformer has no parameter adapter, but the wrapper fits it on D and calibrates
+    the last step by coupling: ``applies`` says so (it used to say the route did not apply)."""
+    from sklearn.compose import make_column_transformer
+    from sklearn.preprocessing import OneHotEncoder
+
+    pipe = make_pipeline(make_column_transformer((OneHotEncoder(), [0]), remainder="passthrough"),
+                         LogisticRegression(C=0.1))
+    assert CouplingRoute().applies(pipe, "auto") is None
+    assert "no parameter adapter" in CouplingRoute().applies(RandomForestClassifier(), "auto")
+    assert CouplingRoute().applies(LogisticRegression(), "auto") is None
+
+
 def test_resolution_clones_and_refuses_unknown_names():
     given = CouplingRoute(n_rounds=30)
     route = resolve_route("Owner", given, LogisticRegression(), "auto")

@@ -135,6 +135,17 @@ class CouplingRoute(CalibrationRoute):
             )
         return self.noise_shape
 
+    def applies(self, estimator, params):
+        """``None`` when a parameter adapter reads ``estimator``, or when it is a pipeline whose
+        last step has a registered smooth loss (its transformers, a ``ColumnTransformer``
+        included, are fitted on all of D and the last step is calibrated:
+        :mod:`skmip.defend.preprocessing`); else the reason."""
+        from skmip.calibration.routes.registry import calibrated_estimator
+
+        if calibrated_estimator(estimator, params) is not None:
+            return None
+        return super().applies(estimator, params)
+
     def cost(self, n_samples, n_features, n_train, estimator):
         """Rough seconds and bytes: ``n_rounds * ceil(n / (n - k))`` fits of ``k`` rows, the
         arithmetic of the pairs, the shape's fits, and the rounds' store of distances."""
