@@ -107,11 +107,15 @@ def main(argv=None):
     p.add_argument("--cases", nargs="+", default=DEFAULT_CASES, help="data:route:eta entries")
     p.add_argument("--draws", type=int, default=1,
                    help="fits per split, each with its own D_train draw and noise (the mean per draw is printed)")
+    p.add_argument("--paired", action="store_true",
+                   help="also print, for cases 1-2, 3-4, ..., the mean paired difference of the accuracies "
+                        "(same split and draw) and its standard error")
     # --smoke: one noisy-gradient fit on breast cancer.
     args = H.parse(p, argv, blas_threads=1, smoke={"seeds": 1, "cases": ["breast_cancer:noisy_gradient:0.2"]})
-    rows = []
+    rows, accuracies = [], {}
     for case in args.cases:
         results = [[run(case, seed, draw) for seed in range(args.seeds)] for draw in range(args.draws)]
+        accuracies[case] = np.array([[r[0] for r in rs] for rs in results])
         if args.draws > 1:
             print(f"{case}: mean over the splits, per draw: "
                   + ", ".join(f"{np.mean([r[0] for r in rs]):.3f}" for rs in results), flush=True)
@@ -123,6 +127,10 @@ def main(argv=None):
         print(" | ".join(rows[-1]), flush=True)
     print(markdown_table(["data", "route", "eta", "test accuracy or R^2 (mean, min-max)", "CPU s / fit", "mip_bound_"],
                          rows))
+    for a, b in zip(args.cases[::2], args.cases[1::2]) if args.paired else ():
+        diff = (accuracies[a] - accuracies[b]).ravel()
+        se = diff.std(ddof=1) / np.sqrt(diff.size) if diff.size > 1 else float("nan")
+        print(f"{a} - {b}: mean paired difference {diff.mean():+.4f} +- {se:.4f} over {diff.size} pairs")
 
 
 if __name__ == "__main__":
