@@ -132,3 +132,11 @@ def test_the_route_validates_the_knob_and_the_wrapper_keeps_its_bound():
     assert V is not None and V.shape[1] < 30  # the rule dropped directions here (k = 200: r = 13)
     coef = fits["auto"].estimator_.coef_.ravel()
     np.testing.assert_allclose(V @ (V.T @ coef), coef, atol=1e-10)
+
+
+def test_the_cost_counts_ds_covariance_only_where_the_run_may_project():
+    wide, narrow = NoisyGradientRoute(), NoisyGradientRoute(subspace=None)
+    a, b = wide.cost(100_000, 2_000, 50_000, None), narrow.cost(100_000, 2_000, 50_000, None)
+    assert a.seconds - b.seconds == pytest.approx(2.0 * 100_000 * 2_000**2 / 1e9)
+    assert a.bytes == 8.0 * 2_000**2 and a.bytes_driver == "subspace='auto'"
+    assert wide.cost(100, MAX_FEATURES + 1, 50, None) == narrow.cost(100, MAX_FEATURES + 1, 50, None)

@@ -12,7 +12,7 @@ D_train's rows, D's labels and a generator spawned from its own root.
 from __future__ import annotations
 
 from skmip.calibration.noisy_gradient.engine import DEFAULTS
-from skmip.calibration.noisy_gradient.subspace import check_subspace
+from skmip.calibration.noisy_gradient.subspace import MAX_FEATURES, check_subspace
 from skmip.calibration.routes.base import FLOPS, CalibrationRoute, Cost
 from skmip.utils.validation import check_int, check_interval
 
@@ -157,10 +157,16 @@ class NoisyGradientRoute(CalibrationRoute):
         return min(DEFAULTS["batch_size"] if self.batch_size is None else int(self.batch_size), n_train)
 
     def cost(self, n_samples, n_features, n_train, estimator):
-        """Rough seconds: the noise search plus ``n_epochs * floor(k / batch)`` steps, each the row
-        gradients of one batch; bytes: one batch's rows."""
+        """Rough seconds: the noise search, the covariance of D's features where the run may
+        project them (``subspace`` not ``None``, at most ``MAX_FEATURES`` columns; an upper bound:
+        nothing is computed where the rule keeps every column), plus ``n_epochs * floor(k / batch)``
+        steps, each the row gradients of one batch; bytes: one batch's rows, or the covariance."""
         batch = max(1, min(self.batch_for(n_train), n_train))
         steps = self.n_epochs * max(1, n_train // batch)
         per_step = SECONDS_PER_STEP + 10.0 * batch * (n_features + 1) / FLOPS
-        return Cost(SECONDS_NOISE_SEARCH + steps * per_step, f"n_epochs={self.n_epochs!r}",
-                    8.0 * batch * (n_features + 1), f"batch_size={self.batch_size!r}")
+        projects = self.subspace is not None and n_features <= MAX_FEATURES
+        covariance = 2.0 * n_samples * n_features**2 / FLOPS if projects else 0.0
+        rows, square = 8.0 * batch * (n_features + 1), 8.0 * n_features**2 if projects else 0.0
+        driver = f"subspace={self.subspace!r}" if square > rows else f"batch_size={self.batch_size!r}"
+        return Cost(SECONDS_NOISE_SEARCH + covariance + steps * per_step, f"n_epochs={self.n_epochs!r}",
+                    max(rows, square), driver)
