@@ -149,9 +149,15 @@ def lift(template_r, template, V):
     estimator
         ``template`` with ``coef_ = template_r.coef_ @ V.T`` and ``intercept_`` of ``template_r``:
         the same decision function on every row.
+
+    Notes
+    -----
+    A function of the ``r``-column release and of ``V`` (D's features) only: post-processing
+    (Izzo et al., Theorem 3), so the release's MIP level is the ``r``-column run's.
     """
     coef = np.asarray(template_r.coef_) @ V.T
     template.coef_ = coef.astype(np.asarray(template.coef_).dtype, copy=False).reshape(np.shape(template.coef_))
-    template.intercept_ = np.array(template_r.intercept_, copy=True) if np.ndim(template_r.intercept_) else \
-        type(template.intercept_)(template_r.intercept_)
+    intercept = template_r.intercept_
+    # An array (classifiers, multi-output) is copied; a scalar keeps the template's own type.
+    template.intercept_ = np.array(intercept, copy=True) if np.ndim(intercept) else type(template.intercept_)(intercept)
     return template
