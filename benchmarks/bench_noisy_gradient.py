@@ -27,7 +27,10 @@ Each row also gives the non-private model on the same D_train (the ceiling) and 
 the engine's noise use ``random_state=seed`` (reproducible; a release uses ``None``);
 ``--noise-seeds N`` fits each split N times, the noise of draw ``d`` seeded by ``(seed, d)``, and
 prints one row per draw. Every fit starts at the null model of D's labels (the route's default,
-``start="prior"``); ``--start zero`` starts from zero. ``--designs`` picks the table's data sets.
+``start="prior"``); ``--start zero`` starts from zero. Every fit passes D's features as ``X_pool``, so the descent
+runs in D's top principal directions by the route's rule (``subspace="auto"``);
+``--all-columns`` trains in every column (the default before). ``--designs`` picks the table's
+data sets.
 """
 
 from __future__ import annotations
@@ -66,10 +69,12 @@ def german_design(seed):
     return StandardScaler(), X_d, y_d, X_te, y_te
 
 
-def one_run(design, seed, eta, draws=(None,), C=0.1, start="prior", **settings):
+def one_run(design, seed, eta, draws=(None,), C=0.1, start="prior", subspace="auto", **settings):
     """Fit the transformer on D, the engine on a random half of D (one fit per noise draw, the
     noise seeded by ``(seed, draw)``, or by ``seed`` for ``draw=None``), starting from the
-    null model of D's labels (``start="prior"``, the route's default) or from zero; accuracies,
+    null model of D's labels (``start="prior"``, the route's default) or from zero, in D's top
+    principal directions (``subspace="auto"``, the route's default, D's features as ``X_pool``) or
+    in all the columns (``subspace=None``); accuracies,
     the non-private ceiling, seconds per fit, the last fit's details."""
     transformer, X_d, y_d, X_te, y_te = design
     accs, seconds = [], []
@@ -82,7 +87,7 @@ def one_run(design, seed, eta, draws=(None,), C=0.1, start="prior", **settings):
             warnings.simplefilter("ignore")  # the fixed seed's PrivacyWarning
             clf, details = fit_noisy_gradient(
                 LogisticRegression(C=C), Z[rows], y_d[rows], n_total=len(y_d), eta=eta, classes=np.unique(y_d),
-                y_pool=y_d if start == "prior" else None,
+                y_pool=y_d if start == "prior" else None, X_pool=None if subspace is None else Z, subspace=subspace,
                 random_state=seed if draw is None else np.random.default_rng([seed, draw]), **settings)
         seconds.append(time.perf_counter() - began)
         accs.append(clf.score(transformer.transform(X_te), y_te))
@@ -107,7 +112,7 @@ def schedules(args):
         settings = dict(batch_size=int(batch), n_epochs=int(epochs), learning_rate=step,
                         clip_norm=None if clip == 0 else clip, average=max(average, 1e-12))  # 0: last iterate
         runs = [one_run(DESIGNS[args.data](seed), seed, args.eta, draws=range(args.draws), C=args.C,
-                        start=args.start, **settings)
+                        start=args.start, subspace=None if args.all_columns else "auto", **settings)
                 for seed in range(args.seeds)]
         accs = np.concatenate([r[0] for r in runs])
         det = runs[-1][3]
@@ -155,6 +160,8 @@ def main(argv=None):
     p.add_argument("--C", type=float, default=0.1, help="with --schedules: LogisticRegression's C (inf: no penalty)")
     p.add_argument("--start", choices=("prior", "zero"), default="prior",
                    help="where the descent starts: the null model of D's labels (the default) or zero")
+    p.add_argument("--all-columns", action="store_true",
+                   help="train in every column (subspace=None), not in D's top principal directions")
     p.add_argument("--designs", nargs="+", choices=("adult", "german_numeric", "german_onehot"),
                    default=["adult", "german_numeric", "german_onehot"], help="the table's data sets")
     p.add_argument("--noise-seeds", type=int, default=1,
@@ -172,7 +179,8 @@ def main(argv=None):
              "german_onehot": ("German credit, one-hot pipeline", DESIGNS["german_onehot"], args.seeds)}
     for name, design, splits in (table[key] for key in args.designs):
         draws = (None,) if args.noise_seeds == 1 else range(args.noise_seeds)
-        runs = [one_run(design(seed), seed, args.eta, draws=draws, start=args.start) for seed in range(splits)]
+        runs = [one_run(design(seed), seed, args.eta, draws=draws, start=args.start,
+                        subspace=None if args.all_columns else "auto") for seed in range(splits)]
         for d in range(len(draws)):
             label = f"{name}, {splits} splits" + ("" if len(draws) == 1 else f", noise draw {d}")
             rows.append(_row(label, [r[0][d] for r in runs], [r[1] for r in runs], [r[2][d] for r in runs],

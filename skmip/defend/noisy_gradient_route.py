@@ -108,7 +108,7 @@ def fit_noisy_gradient_path(wrapper, route, data, etas, owner):
                 clip_norm=route.clip_norm, learning_rate=route.learning_rate,
                 batch_size=route.batch_for(data.n_train),
                 n_epochs=route.n_epochs, average=route.average, sample_weight=sample_weight,
-                y_pool=data.y if route.start == "prior" else None,
+                y_pool=data.y if route.start == "prior" else None, X_pool=data.X, subspace=route.subspace,
                 secure_mode=route.secure_mode, random_state=None if route.secure_mode else noise_rng,
             )
         attrs = {

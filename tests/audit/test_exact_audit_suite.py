@@ -262,10 +262,31 @@ CI_CASES = [
     # The noisy-gradient route: its release law integrated exactly (no Monte Carlo).
     AuditCase("MIPNoiseWrapper(LogisticRegression), noisy_gradient", "outlier_wrong_label", 5, 0.1, 0.5,
               (("C", 1.0), ("batch_size", 1), ("n_epochs", 2), ("clip_norm", None), ("learning_rate", 1.0)), 26),
+    # ... on two features, trained in D's top principal direction (subspace="auto" gives one here).
+    AuditCase("MIPNoiseWrapper(LogisticRegression), noisy_gradient", "gaussian", 4, 0.1, 0.5,
+              (("C", 1.0), ("batch_size", 2), ("n_epochs", 1), ("clip_norm", None), ("learning_rate", 1.0),
+               ("subspace", "auto")), 809899614),
 ]
 @pytest.mark.parametrize("case", CI_CASES, ids=[f"{c.learner}-{c.generator}" for c in CI_CASES])
 def test_ci_subset_keeps_every_printed_bound(case):
     _assert_kept(run_case(case, n_mc=5000))
+
+
+def test_noisy_gradient_audit_refuses_a_release_off_ds_top_direction():
+    # On two features the one-dimensional chain describes the release only when the route trained
+    # in D's top principal direction; in both columns (subspace=None) the audit refuses.
+    from sklearn.linear_model import LogisticRegression
+
+    from skmip import MIPNoiseWrapper
+    from skmip.audit.attacks.exact_noisy_gradient import audit_noisy_gradient_route
+    from skmip.calibration.routes import NoisyGradientRoute
+
+    X = np.array([[1.0, 0.2], [-1.0, 0.3], [2.0, -0.4], [-2.0, 0.1]])
+    y = np.array([0, 1, 0, 1])
+    wrapper = MIPNoiseWrapper(LogisticRegression(fit_intercept=False), eta=0.1, random_state=0,
+                              method=NoisyGradientRoute(average=1e-9, subspace=None))
+    with pytest.raises(ValueError, match="does not lie on D's top principal direction"):
+        audit_noisy_gradient_route(wrapper, X, y)
 
 
 def test_pipeline_audit_refuses_transformers_that_are_not_those_of_d():

@@ -299,12 +299,14 @@ LEARNERS = {
     "MIPMarginalSynthesizer": ("categorical", "marginal_synth", None, {}, (0.5, 0.75), 2),
     "MIPNoiseWrapper(DecisionTreeClassifier), synthetic": ("labelled categorical", "synthetic_route",
                                                            "DecisionTreeClassifier", {}, (0.5, 0.75), 2),
-    # The noisy-gradient route on one feature, no intercept, n = 4-6: its release law is enumerated
-    # and integrated exactly (skmip.audit.attacks.exact_noisy_gradient), no Monte Carlo.
+    # The noisy-gradient route, no intercept, n = 4-6: its release law is enumerated and
+    # integrated exactly (skmip.audit.attacks.exact_noisy_gradient), no Monte Carlo. On one
+    # feature (subspace=None), or on two that the route's default (subspace="auto": one direction
+    # at these sizes) trains in D's top principal direction.
     "MIPNoiseWrapper(LogisticRegression), noisy_gradient": (
         "binary", "noisy_gradient", "LogisticRegression",
         {"C": [1.0, 10.0], "batch_size": [1, 2], "n_epochs": [1, 2], "clip_norm": [None, 1.0, 4.0],
-         "learning_rate": [0.5, 1.0]}, (0.5,), 2),
+         "learning_rate": [0.5, 1.0], "subspace": [None, "auto"]}, (0.5,), 2),
 }
 
 #: Rows of D in the noisy-gradient cases: every k-subset's law is integrated on a grid.
@@ -332,7 +334,9 @@ class AuditCase:
             return issue19_dataset()
         task, kind = LEARNERS[self.learner][:2]
         X, y = make_dataset(self.generator, task, self.n, np.random.default_rng(self.seed))
-        return (X[:, :1], y) if kind == "noisy_gradient" else (X, y)
+        if kind == "noisy_gradient":  # one feature, two where the route projects them on one direction
+            return X[:, : 1 if dict(self.params).get("subspace") is None else 2], y
+        return X, y
 
 
 def make_cases(n_datasets: int, seed: int = 0, learners=None) -> list[AuditCase]:

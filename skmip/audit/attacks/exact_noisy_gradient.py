@@ -13,7 +13,13 @@ of D_train joins the batch with probability :math:`q`, and
     + \sigma c\,\xi_t}{qk} + \frac{\theta_{t-1}}{Ck}\Big),
     \qquad g_i(\theta) = (\mathrm{sigmoid}(\theta x_i) - t_i)\,x_i ,
 
-the release is the last iterate (``average`` set so that one iterate is averaged). Given D_train
+the release is the last iterate (``average`` set so that one iterate is averaged). With two or
+more features and the route's ``subspace`` reducing them to one direction, the engine runs the
+same chain on :math:`x_i = z_i^\top v` (``z_i`` the row, ``v`` the top principal direction of D's
+features, computed here from D independently of the engine) and releases the coefficients
+:math:`v\,\theta_T`: a one-to-one map of :math:`\theta_T`, so every total variation and every
+Bayes posterior is that of :math:`\theta_T`'s law; the audit checks that the release lies on
+:math:`v` and refuses otherwise. Given D_train
 the law of :math:`\theta_t` is a Markov chain on the line: :func:`release_density` enumerates the
 :math:`2^k` batches of each step and integrates the Gaussian transition on a grid fine against the
 noise (at least 12 points per standard deviation for the steps, 48 for the released law). From
@@ -121,6 +127,23 @@ def release_density(chain, x, t):
     return density @ (chain._kernel(chain.coarse, x, t, chain.grid) * h)
 
 
+def _direction_feature(X, release):
+    """The feature the chain runs on: the one column, or the rows on D's top principal direction
+    ``v`` (from the SVD of D's centred rows), after checking that the release lies on ``v``."""
+    if X.shape[1] == 1:
+        return X[:, 0]
+    _, s, Vt = np.linalg.svd(X - X.mean(axis=0), full_matrices=False)
+    if s.size > 1 and s[0] - s[1] <= 1e-6 * s[0]:
+        raise ValueError("audit_noisy_gradient_route: D's top principal direction is not unique; the audit "
+                         "cannot tell which line the release lies on.")
+    v = Vt[0]
+    coef = np.asarray(release.coef_, float).ravel()
+    if np.linalg.norm(coef - (coef @ v) * v) > 1e-9 * (1.0 + np.linalg.norm(coef)):
+        raise ValueError("audit_noisy_gradient_route: the release does not lie on D's top principal direction; "
+                         "the one-dimensional chain does not describe it (pass subspace=1, or one feature).")
+    return X @ v
+
+
 def audit_noisy_gradient_route(wrapper, X, y):
     """Fit ``wrapper`` on ``(X, y)`` and audit its printed eta exactly.
 
@@ -130,7 +153,9 @@ def audit_noisy_gradient_route(wrapper, X, y):
         Unfitted, ``method`` a :class:`~skmip.calibration.routes.NoisyGradientRoute` whose
         ``average`` makes the release the last iterate, estimator
         ``LogisticRegression(fit_intercept=False)``.
-    X : array of shape (n, 1)
+    X : array of shape (n, d)
+        One feature, or ``d >= 2`` with the route trained in D's top principal direction
+        (``subspace`` 1, or ``"auto"`` where its rule gives 1).
     y : array of shape (n,), two classes
 
     Returns
@@ -153,7 +178,7 @@ def audit_noisy_gradient_route(wrapper, X, y):
     n, k = len(y), fitted.n_train_
     chain = NoisyGradientChain(fitted.noise_multiplier_, fitted.clip_norm_, wrapper.method.learning_rate, est.C,
                                k, fitted.sample_rate_, fitted.n_steps_)
-    x, t = np.asarray(X, float)[:, 0], (np.asarray(y) == classes[1]).astype(float)
+    x, t = _direction_feature(np.asarray(X, float), fitted.estimator_), (np.asarray(y) == classes[1]).astype(float)
     subsets = list(itertools.combinations(range(n), k))
     laws = {s: release_density(chain, x[list(s)], t[list(s)]) for s in subsets}
     mass_error = max(abs(law.sum() * chain.h - 1.0) for law in laws.values())

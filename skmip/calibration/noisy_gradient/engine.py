@@ -34,12 +34,15 @@ of epochs and averaged share are constants validated in ``benchmarks/bench_noisy
 and the step count ``T = epochs * floor(1/q)`` are functions of ``k``, hence of ``n`` and
 ``train_size``; the noise multiplier is a function of eta, ``q`` and ``T``, and the default
 clipping norm (:func:`default_clip_norm`) a function of the noise multiplier and the constants;
-the release template is fitted on public zero rows with D's labels (``classes``), and the start
-on zero rows with D's label frequencies or mean target (``y_pool``).
+the release template is fitted on public zero rows with D's labels (``classes``), the start
+on zero rows with D's label frequencies or mean target (``y_pool``), and the subspace the descent
+runs in (``X_pool``, :mod:`.subspace`) is spanned by the top principal directions of D's features,
+their number a function of ``k``, eta and the schedule.
 Definition 1 fixes D and randomises D_train: a choice that is the same whichever D_train is
 drawn is not a signal about membership, and the accountant's guarantee holds for any fixed
-choice. What this does **not** protect: facts about D as a whole (its size, its label set, a
-choice a caller makes from D) are public by Definition 1's threat model and are released as is;
+choice. What this does **not** protect: facts about D as a whole (its size, its label set, its
+principal directions, in whose span the released coefficients lie, a choice a caller makes from
+D) are public by Definition 1's threat model and are released as is;
 and a constant tuned on *other* data is only as good as its transfer.
 
 **Randomness.** The batches and the noise come from generators spawned from the root of
@@ -63,7 +66,14 @@ from skmip.calibration.losses.registry import get_smooth_loss
 from skmip.calibration.noisy_gradient.accounting import noise_multiplier_for_eta
 from skmip.calibration.noisy_gradient.gradients import RowObjective, clip_rows, release_template
 from skmip.calibration.noisy_gradient.start import prior_start
+from skmip.calibration.noisy_gradient.subspace import (
+    check_subspace,
+    lift,
+    principal_directions,
+    subspace_rank,
+)
 from skmip.exceptions import check_privacy_seed, warn_not_cryptographic
+from skmip.params import get_adapter
 from skmip.utils.os_random import OSRandomGenerator
 from skmip.utils.rng import resolve_rng, spawn_generators
 from skmip.utils.validation import check_eta, check_int, check_interval
@@ -187,8 +197,8 @@ def _check_settings(estimator, n_train, n_total, eta, clip_norm, learning_rate, 
         ) from exc
 
 
-def _design(X):
-    """D_train's rows as CSR (sparse input) or a float64 array; a DataFrame's column names."""
+def _design(X, name="X_train"):
+    """Rows as CSR (sparse input) or a float64 array; a DataFrame's column names."""
     names = None
     if hasattr(X, "columns") and hasattr(X, "to_numpy"):
         names = np.asarray([str(c) for c in X.columns], dtype=object)
@@ -197,7 +207,7 @@ def _design(X):
         return sp.csr_matrix(X, dtype=np.float64), names
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2:
-        raise ValueError(f"{_OWNER}: X_train must be 2-D (n_samples, n_features); got shape {X.shape}.")
+        raise ValueError(f"{_OWNER}: {name} must be 2-D (n_samples, n_features); got shape {X.shape}.")
     return X, names
 
 
@@ -272,6 +282,8 @@ def fit_noisy_gradient(
     n_epochs=DEFAULTS["n_epochs"],
     average=DEFAULTS["average"],
     y_pool=None,
+    X_pool=None,
+    subspace="auto",
     sample_weight=None,
     secure_mode=False,
     random_state=None,
@@ -312,6 +324,16 @@ def fit_noisy_gradient(
         intercept-only fit to them (:func:`~skmip.calibration.noisy_gradient.start.prior_start`:
         the log class frequencies, the mean target), a function of D's label distribution that
         is the same for every D_train; ``None``: from zero.
+    X_pool : array-like or sparse matrix of shape (n_total, n_features) or None, default=None
+        The features of **D** (transformed as ``X_train``). Given, the descent runs in the top
+        principal directions of D's features (``subspace``; :mod:`.subspace`), a function of D's
+        features alone; ``None``: in all the columns.
+    subspace : "auto", int or None, default="auto"
+        With ``X_pool``: the number ``r`` of D's principal directions trained in; ``"auto"``,
+        :func:`~skmip.calibration.noisy_gradient.subspace.subspace_rank` of the run (a function of
+        ``k``, eta and the schedule); ``None``, all the columns. No projection where ``r`` is at
+        least the number of columns or the design is wider than
+        :data:`~skmip.calibration.noisy_gradient.subspace.MAX_FEATURES`.
     sample_weight : array-like of shape (k,) or None, default=None
         Row weights (multiply each row's loss before clipping). Refused for the Tweedie
         family, whose registered regulariser scales with the total weight.
@@ -329,7 +351,8 @@ def fit_noisy_gradient(
     details : dict
         ``mip_bound`` (printed eta, ``<= eta``), ``target_eta``, ``noise_multiplier``,
         ``sample_rate``, ``n_steps``, ``clip_norm``, ``learning_rate``, ``batch_size``,
-        ``n_epochs``, ``n_averaged``, ``n_train``, ``n_total``, ``theorem``.
+        ``n_epochs``, ``n_averaged``, ``n_train``, ``n_total``, ``start``, ``subspace_rank`` (``r``,
+        or ``None`` for all the columns), ``theorem``.
 
     Raises
     ------
@@ -381,34 +404,42 @@ def fit_noisy_gradient(
         sample_weight = np.asarray(sample_weight, dtype=np.float64).ravel()
         if sample_weight.shape != (k,) or not np.all(np.isfinite(sample_weight) & (sample_weight >= 0)):
             raise ValueError(f"{_OWNER}: sample_weight must hold {k} finite non-negative weights.")
-    theta0 = None if y_pool is None else _prior(estimator, X.shape[1], y_pool, classes, n_total)
+    X_pool = _check_subspace(subspace, X_pool, n_total, X.shape[1])
     schedule = NoisyGradientSchedule(k, batch_size, n_epochs, average)
     sigma, bound = noise_multiplier_for_eta(eta, schedule.sample_rate, schedule.n_steps)
+    V = None if X_pool is None else principal_directions(
+        X_pool, subspace_rank(k, schedule.sample_rate, schedule.n_steps, sigma) if subspace == "auto" else subspace)
+    X_fit = X if V is None else np.asarray(X @ V)  # D_train's rows in D's top directions
+    theta0 = None if y_pool is None else _prior(estimator, X_fit.shape[1], y_pool, classes, n_total)
     if clip_norm is None:
         clip_norm = default_clip_norm(sigma, schedule.batch_size, float(learning_rate))
     rngs = _release_generators(random_state, secure_mode)
     n_outputs = y.shape[1] if y.ndim == 2 else None
-    template = release_template(estimator, X.shape[1], classes=classes, n_outputs=n_outputs, feature_names=names)
-    objective = RowObjective(template, k)
+    release = release_template(estimator, X.shape[1], classes=classes, n_outputs=n_outputs, feature_names=names)
+    trained = release if V is None else release_template(estimator, X_fit.shape[1], classes=classes,
+                                                         n_outputs=n_outputs)
+    objective = RowObjective(trained, k)
     theta0 = np.zeros(objective.dim) if theta0 is None else theta0
-    theta = _descend(objective, X, y, sample_weight, schedule, sigma, float(clip_norm), float(learning_rate), rngs,
-                     theta0)
+    theta = _descend(objective, X_fit, y, sample_weight, schedule, sigma, float(clip_norm), float(learning_rate),
+                     rngs, theta0)
     if not np.all(np.isfinite(theta)):
         raise ValueError(
             f"{_OWNER}: the noisy descent diverged (non-finite parameters); lower learning_rate or "
             "clip_norm, or scale the features."
         )
-    release = template
-    objective.adapter.set_vector(release, theta)
-    objective.adapter.project(release)
-    objective.adapter.scrub(release)
+    objective.adapter.set_vector(trained, theta)
+    if V is not None:
+        lift(trained, release, V)  # post-processing: coef = V w, the same decision function
+    adapter = get_adapter(release)
+    adapter.project(release)
+    adapter.scrub(release)
     release.n_iter_ = _n_iter_like(estimator, schedule.n_steps)
     details = {
         "mip_bound": bound, "target_eta": float(eta), "noise_multiplier": sigma,
         "sample_rate": schedule.sample_rate, "n_steps": schedule.n_steps, "clip_norm": float(clip_norm),
         "learning_rate": float(learning_rate), "batch_size": schedule.batch_size,
         "n_epochs": schedule.n_epochs, "n_averaged": schedule.n_averaged, "n_train": k, "n_total": int(n_total),
-        "start": "zero" if y_pool is None else "prior",
+        "start": "zero" if y_pool is None else "prior", "subspace_rank": None if V is None else V.shape[1],
         "theorem": ("Izzo et al. Definition 1 via skmip.bounds.dpsgd_eta: half the replace-one total "
                     "variation of Poisson-subsampled Gaussian steps (PLD accountant, rate per row of D_train)"),
     }
@@ -424,6 +455,21 @@ def _prior(estimator, n_features, y_pool, classes, n_total):
             "(targets) of all of D, never D_train's."
         )
     return prior_start(estimator, n_features, y_pool, classes)
+
+
+def _check_subspace(subspace, X_pool, n_total, n_features):
+    """``X_pool`` as the engine's design (or ``None``), checked against ``subspace`` and D's shape."""
+    check_subspace(_OWNER, subspace)
+    if X_pool is None or subspace is None:
+        if subspace is not None and subspace != "auto":
+            raise ValueError(f"{_OWNER}: subspace={subspace!r} needs X_pool, the features of D whose principal "
+                             "directions the descent runs in; pass X_pool or subspace=None.")
+        return None
+    X_pool, _ = _design(X_pool, "X_pool")
+    if X_pool.shape != (n_total, n_features):
+        raise ValueError(f"{_OWNER}: X_pool must hold the {n_total} rows of D with the {n_features} columns of "
+                         f"X_train; got shape {X_pool.shape}. Pass D's features, transformed as X_train.")
+    return X_pool
 
 
 def _n_iter_like(estimator, n_steps):
