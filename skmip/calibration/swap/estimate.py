@@ -17,6 +17,7 @@ from skmip.calibration.swap._common import _OWNER, _fit_vector
 from skmip.calibration.swap._result import SwapDeltas
 from skmip.calibration.swap.exact import _exact_distances
 from skmip.calibration.swap.batched import _influence_rounds
+from skmip.calibration.swap.kept import KeptBatches
 from skmip.calibration.swap.compact import COMPACT_VALUES
 from skmip.calibration.swap.influence import certifiable
 from skmip.calibration.swap.lazy import MIN_ROWS as LAZY_MIN_ROWS, settled_rounds
@@ -279,18 +280,23 @@ def _estimate(estimator, X, y, n, k, n_rounds, summary_size, refine, scale, whit
         fitter = SolverFits(estimator, adapter, X, y, fit_params)
     del probe, theta0
 
+    lazy = bool(certify) and tighten_for is not None and engine == "newton" and not (multi or compact)
+    lazy = lazy and k >= LAZY_MIN_ROWS
+    # Each pass keeps its fits, their closed form and the pairs it tightened for the next (kept.py).
+    keep = KeptBatches() if lazy else None
+
     def run(cert, steer=False):
         return run_rounds(
             lambda chunk: delayed(_influence_rounds)(
                 chunk, fitter, loss, Xd, yd, sw, n, k, p, whitener, all_pairs, n_keep,
-                engine == "newton", 0.0 if steer else refine, cert, cover,
+                engine == "newton", 0.0 if steer else refine, cert, cover, keep,
             ),
             # Threads: the rounds are array arithmetic that releases the GIL, and threads share
             # X and the fits' design instead of copying them into every worker (memory at large n).
             seeds, n_jobs, verbose, compact=compact, values_per_round=n * n_keep, prefer="threads",
         )
 
-    if certify and tighten_for is not None and engine == "newton" and not (multi or compact) and k >= LAZY_MIN_ROWS:
+    if lazy:
         rounds = settled_rounds(run, tighten_for, k / n, n)
     else:
         rounds = run(certify)

@@ -26,8 +26,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-#: Tightening passes tried before every pair is certified in full.
-_PASSES = 3
+#: Tightening passes tried before every pair is certified in full (each adds only its new
+#: targets' later stages where the fits are kept, kept.py).
+_PASSES = 6
 #: The targets tightened are those that fail at this fraction of the scale expected.
 _MARGIN = 0.85
 #: Lazy from this many rows per fit on: below it the fits, not the second stage, are most of
@@ -84,8 +85,12 @@ def settled_rounds(run, binding, train_fraction, n):
         except ValueError:  # some target not yet tightened keeps the bound off eta
             ok, scales = False, expected
         if ok:
-            return rounds
-        more = binding.near(arr, train_fraction, scales, _MARGIN)
+            # The scale is settled; tighten too the targets that could move eta_upper's digits.
+            more = binding.upper_open(arr, train_fraction, tight, scales)
+            if not more.any():
+                return rounds
+        else:
+            more = binding.near(arr, train_fraction, scales, _MARGIN)
         if not (more & ~tight).any():
             break
         tight |= more
