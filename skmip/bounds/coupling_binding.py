@@ -104,9 +104,11 @@ class BindingTargets:
         rows evaluated together), then of every target that fails at the best value so far.
         If those 32 are tight, every other target's Jensen bound lies below theirs, and no
         target that is not tight fails at their best value, then with tight distances (each
-        at most the mixed one, the bounds non-decreasing in every distance) the same rows are
-        evaluated in the same groups: the same ``eta_upper``. Else the 32 and the targets
-        that fail join the mask.
+        at most the mixed one, every bound non-decreasing in every distance) the same rows
+        are evaluated in the same groups: the same ``eta_upper``. The mask: the targets not
+        tight whose Jensen bound reaches the 32nd largest of the tight ones (all of the 32
+        largest while fewer are tight), and those that fail at the best value of the 32
+        largest tight ones, so that one pass settles it.
         """
         if self.confidence is None:  # no eta_upper is printed
             return np.zeros(deltas.shape[0], dtype=bool)
@@ -119,10 +121,11 @@ class BindingTargets:
             s = scales[eta]
             if s == 0 or weight <= eta:  # no eta_upper from the draws
                 continue
-            top, jensen, best = bounds.first_upper(s, weight, log_threshold)
-            below = np.delete(jensen, top) < jensen[top].min()
-            if not (tight[top].all() and (below | np.delete(tight, top)).all()):
-                more[top] = True
+            top, jensen, best = bounds.first_upper(s, weight, log_threshold, among=np.flatnonzero(tight))
+            if top.size < bounds.TOP:  # fewer tight targets than the first group holds
+                more[bounds.first_upper(s, weight, log_threshold)[0]] = True
+                continue
+            more |= jensen >= jensen[top].min()
             more[self._failing(bounds, deltas, train_fraction, best, s)] = True
         return more & ~tight
 

@@ -277,14 +277,16 @@ class _JensenBounds:
                        for f in BET_FRACTIONS], axis=0)
 
     #: Targets whose betting bound :meth:`max_upper` evaluates first.
-    _TOP = 32
+    TOP = 32
 
-    def first_upper(self, s, weight, log_threshold):
-        """``(top, jensen, best)``: the ``_TOP`` targets of largest Jensen bound (at least each
-        target's mean) at ``s``, every target's Jensen bound, and the largest betting bound of
-        ``top`` (evaluated together): where :meth:`max_upper` starts."""
+    def first_upper(self, s, weight, log_threshold, among=None):
+        """``(top, jensen, best)``: the ``TOP`` targets of largest Jensen bound (at least each
+        target's mean) at ``s`` (of those ``among``, in increasing order; default all), every
+        target's Jensen bound, and the largest betting bound of ``top`` (evaluated together):
+        where :meth:`max_upper` starts."""
         jensen = weight * self._tv(self.per_target, s)
-        top = np.argsort(-jensen, kind="stable")[:self._TOP]
+        among = np.arange(jensen.size) if among is None else among
+        top = among[np.argsort(-jensen[among], kind="stable")[:self.TOP]]
         return top, jensen, float(_upper(_draw_values(self.arr[top], s, weight), weight, log_threshold[top]).max())
 
     def max_upper(self, s, weight, log_threshold):

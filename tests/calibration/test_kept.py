@@ -8,7 +8,8 @@ from sklearn.linear_model import LogisticRegression
 
 from skmip.bounds import coupling_noise_scale
 from skmip.bounds.coupling_binding import BindingTargets
-from skmip.calibration.swap import batched, estimate, estimate_swap_deltas, kept
+from skmip.calibration.swap import batched, estimate_swap_deltas, kept
+from skmip.calibration.swap import lazy as lazy_passes
 from skmip.calibration.swap.polish import MinimiserFits
 
 ETAS = (0.1, 0.2)
@@ -42,7 +43,7 @@ def _fits_counted(monkeypatch):
 
 
 def _full_and_lazy(monkeypatch, per_fit):
-    monkeypatch.setattr(estimate, "LAZY_MIN_ROWS", 0)  # lazy at this size too
+    monkeypatch.setattr(lazy_passes, "MIN_ROWS", 0)  # lazy at this size too
     monkeypatch.setattr(batched, "_ENABLED", not per_fit)
     X, y = _data()
     common = dict(scale=np.ones(4), n_rounds=120, polish=True, random_state=1)

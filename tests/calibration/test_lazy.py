@@ -7,7 +7,8 @@ from sklearn.linear_model import LogisticRegression
 
 from skmip.bounds import coupling_noise_scale
 from skmip.bounds.coupling_binding import BindingTargets
-from skmip.calibration.swap import estimate, estimate_swap_deltas
+from skmip.calibration.swap import estimate_swap_deltas
+from skmip.calibration.swap import lazy as lazy_passes
 from skmip.calibration.swap.lazy import Tighten, settled_rounds
 
 
@@ -65,7 +66,7 @@ def test_settled_is_never_wrong(seed):
 
 
 def test_lazy_estimate_gives_the_full_scale_on_a_fit_with_high_leverage_rows(monkeypatch):
-    monkeypatch.setattr(estimate, "LAZY_MIN_ROWS", 0)  # lazy at this size too
+    monkeypatch.setattr(lazy_passes, "MIN_ROWS", 0)  # lazy at this size too
     rng = np.random.default_rng(0)
     n = 160
     X = rng.normal(size=(n, 3))

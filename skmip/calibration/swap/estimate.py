@@ -20,7 +20,7 @@ from skmip.calibration.swap.batched import _influence_rounds
 from skmip.calibration.swap.kept import KeptBatches
 from skmip.calibration.swap.compact import COMPACT_VALUES
 from skmip.calibration.swap.influence import certifiable
-from skmip.calibration.swap.lazy import MIN_ROWS as LAZY_MIN_ROWS, settled_rounds
+from skmip.calibration.swap.lazy import pays as lazy_pays, settled_rounds
 from skmip.calibration.losses.registry import augmented_design_cache, get_smooth_loss
 from skmip.calibration.swap.polish import MinimiserFits, SolverFits, _polish
 from skmip.calibration.swap.refit import _refit_rounds
@@ -146,8 +146,10 @@ def estimate_swap_deltas(
         (:func:`~skmip.calibration.swap.lazy.settled_rounds`); the others keep their
         closed-form upper bounds. Those scales are then exactly the ones of full
         certification (docs/coupling.md, *Certify only what can move the printed number*).
-        Used from ``lazy.MIN_ROWS`` training rows on, and not when the rounds are stored in
-        half precision (very large ``n``).
+        Used where it pays (:func:`~skmip.calibration.swap.lazy.pays`: large fits, or from
+        ``lazy.MIN_ROWS`` training rows on), and not when the rounds are stored in half
+        precision (very large ``n``). Each pass keeps its fits for the next
+        (:mod:`~skmip.calibration.swap.kept`).
 
     Returns
     -------
@@ -281,7 +283,7 @@ def _estimate(estimator, X, y, n, k, n_rounds, summary_size, refine, scale, whit
     del probe, theta0
 
     lazy = bool(certify) and tighten_for is not None and engine == "newton" and not (multi or compact)
-    lazy = lazy and k >= LAZY_MIN_ROWS
+    lazy = lazy and lazy_pays(k, whitener.size)
     # Each pass keeps its fits, their closed form and the pairs it tightened for the next (kept.py).
     keep = KeptBatches() if lazy else None
 

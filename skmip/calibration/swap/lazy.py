@@ -26,15 +26,25 @@ from typing import NamedTuple
 
 import numpy as np
 
+from skmip.calibration.swap.polish import _CHORD_MIN_WORK
+
 #: Tightening passes tried before every pair is certified in full (each adds only its new
 #: targets' later stages where the fits are kept, kept.py).
 _PASSES = 6
 #: The targets tightened are those that fail at this fraction of the scale expected.
 _MARGIN = 0.85
-#: Lazy from this many rows per fit on: below it the fits, not the second stage, are most of
-#: a certified calibration's time, and a second pass over them costs more than it saves
-#: (breast cancer, k = 213: 1.5x slower; adult, k = 1,000: even; k = 2,000: 2x faster).
+#: Lazy from this many rows per fit on, or on fits large enough for the per-fit path (k D^2
+#: above ``polish._CHORD_MIN_WORK``: the second stage is most of their time). Below, on the
+#: batched small fits, the closed form leaves mostly unbounded pairs, which every pass must
+#: tighten, and the passes' own cost (a calibration and a sweep over the kept batches each)
+#: outweighs the rest (breast cancer, k = 213, D = 31, fits kept: 2.7 s against 2.2 s of CPU).
 MIN_ROWS = 1500
+
+
+def pays(k, n_params):
+    """Whether lazy passes pay for fits on ``k`` rows with ``n_params`` parameters
+    (``MIN_ROWS``)."""
+    return k >= MIN_ROWS or k * n_params**2 > _CHORD_MIN_WORK
 
 
 class Tighten(NamedTuple):
