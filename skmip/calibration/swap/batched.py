@@ -148,7 +148,7 @@ def _batch(fits, fitter, loss, Xd, y, sample_weight, n, k, whitener, n_keep, ref
         fitted = _fitted_batch(fits, fitter, loss, Xd, y, sample_weight, n, whitener)
         if fitted is None:
             return False
-        if fitted["glm"].gsc is None or not (certify or keep is not None):
+        if fitted["glm"].gsc is None or keep is None:
             _unkept_batch(fits, fitted, fitter, k, whitener, n_keep, refine, out, certify)
             return True
         kept = _certified_batch(fits, fitted, fitter, whitener)
@@ -228,12 +228,18 @@ def _write_batch(kept, certify, n_keep, k, out):
 
 def _unkept_batch(fits, f, fitter, k, whitener, n_keep, refine, out, certify):
     """:func:`_batch` without a kept batch: the estimates, refined where asked, or the
-    certified distances of a loss with no self-concordance constant (the squared hinge),
-    certified fit by fit (make_certifier)."""
+    certified distances (a loss with no self-concordance constant, the squared hinge: its
+    own certificate, fit by fit, make_certifier)."""
     glm, theta, H, sizes, side, e, x = f["glm"], f["theta"], f["H"], f["sizes"], f["side"], f["e"], f["x"]
     B = len(fits)
     starts = np.cumsum(sizes) - sizes
-    if certify:
+    if certify and glm.gsc is not None:
+        # Each pair certified with its own fit's Hessian, residual and rows, all fits at once.
+        cert = StackCertifier(glm, theta, f["reg0"], f["P"], f["Hinv"], H, f["grad"], whitener, f["index"], f["xi"],
+                              f["h"], cache=exact_cache(fitter), targets=tightened(certify))
+        dist = _certified_matched(cert, side, whitener, fit=np.repeat(np.arange(B), sizes)[:, None])
+        refine = 0.0  # refinement is not certified
+    elif certify:
         dist = np.empty(e.shape)
         for b in range(B):
             part = slice(starts[b], starts[b] + sizes[b])

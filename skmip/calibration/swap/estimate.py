@@ -282,10 +282,7 @@ def _estimate(estimator, X, y, n, k, n_rounds, summary_size, refine, scale, whit
         fitter = SolverFits(estimator, adapter, X, y, fit_params)
     del probe, theta0
 
-    lazy = bool(certify) and tighten_for is not None and engine == "newton" and not (multi or compact)
-    lazy = lazy and lazy_pays(k, whitener.size)
-    # Each pass keeps its fits, their closed form and the pairs it tightened for the next (kept.py).
-    keep = KeptBatches() if lazy else None
+    keep = _lazy_store(certify, tighten_for, engine, multi, compact, k, whitener.size)
 
     def run(cert, steer=False):
         return run_rounds(
@@ -298,12 +295,18 @@ def _estimate(estimator, X, y, n, k, n_rounds, summary_size, refine, scale, whit
             seeds, n_jobs, verbose, compact=compact, values_per_round=n * n_keep, prefer="threads",
         )
 
-    if lazy:
-        rounds = settled_rounds(run, tighten_for, k / n, n)
-    else:
-        rounds = run(certify)
+    rounds = run(certify) if keep is None else settled_rounds(run, tighten_for, k / n, n)
     return SwapDeltas(rounds, k, engine, "all" if all_pairs else "sampled", polished=polish,
                       certified=bool(certify))
+
+
+def _lazy_store(certify, tighten_for, engine, multi, compact, k, n_params):
+    """The store of lazy certification's passes (:class:`~.kept.KeptBatches`: each pass keeps
+    its fits, their closed form and the pairs it tightened for the next) where the passes pay
+    (:func:`~.lazy.pays`), else ``None``: every pair certified in one pass (always for the
+    multinomial rounds and for rounds in half precision)."""
+    lazy = bool(certify) and tighten_for is not None and engine == "newton" and not (multi or compact)
+    return KeptBatches() if lazy and lazy_pays(k, n_params) else None
 
 
 def _resolve_engine(estimator, loss, engine):
