@@ -8,7 +8,7 @@ from sklearn.linear_model import LogisticRegression
 
 from skmip.bounds import coupling_noise_scale
 from skmip.bounds.coupling_binding import BindingTargets
-from skmip.calibration.swap import batched, estimate_swap_deltas, kept
+from skmip.calibration.swap import batched, estimate_swap_deltas, influence, kept
 from skmip.calibration.swap import lazy as lazy_passes
 from skmip.calibration.swap.polish import MinimiserFits
 
@@ -45,6 +45,8 @@ def _fits_counted(monkeypatch):
 def _full_and_lazy(monkeypatch, per_fit):
     monkeypatch.setattr(lazy_passes, "MIN_ROWS", 0)  # lazy at this size too
     monkeypatch.setattr(batched, "_ENABLED", not per_fit)
+    # Per fit: its 80 targets in chunks of 32 (a fit keeps one set of pairs per chunk).
+    monkeypatch.setattr(influence, "_GATHER_ELEMENTS", 2**8 if per_fit else influence._GATHER_ELEMENTS)
     X, y = _data()
     common = dict(scale=np.ones(4), n_rounds=120, polish=True, random_state=1)
     count = _fits_counted(monkeypatch)

@@ -6,18 +6,20 @@ most of the time of a certified calibration on one-hot data. The noise scale is 
 the few targets whose bound binds, so :func:`settled_rounds` runs the rounds with the later
 stages only for those (:class:`Tighten`) and checks, with
 :meth:`skmip.bounds.coupling_binding.BindingTargets.settled`, that the scale is the one
-full certification gives; else it tightens the targets that bind at the new scale and
-runs again, and after ``_PASSES`` tries it certifies every pair. The proof is in
+full certification gives, and with :meth:`~skmip.bounds.coupling_binding.BindingTargets.upper_open`
+that so is the printed ``eta_upper``; else it tightens the targets a check names and runs
+again, and after ``_PASSES`` tries it certifies every pair. The proof is in
 docs/coupling.md, *Certify only what can move the printed number*.
 
 The passes: (0) the engine's uncertified estimates, which only steer (they locate the
 scale); (1) the closed form alone for every pair; the targets that fail under these
-bounds at ``_MARGIN`` times the estimates' scale are tightened in (2), and the check
-decides. Each pass repeats the rounds' fits (the same seeds: the same fits and pairs).
-Steering by the closed form's own scale instead (its infinite bounds read as 0) would save
-pass (0), but on adult (4,000 rows) that fit had spent more CPU than full certification
-(over 190 s against 177 s) when it was stopped: the closed form's scale lies well above the
-one certified, so the first check fails and the passes repeat.
+bounds at ``_MARGIN`` times the estimates' scale are tightened in (2), and the checks
+decide. The passes run over the same seeds (the same fits and pairs), and each keeps its
+fits, their closed form and the pairs it tightened for the next (:mod:`.kept`): together
+they fit once and take each pair past the closed form at most once. Steering by the closed
+form's own scale instead (its infinite bounds read as 0) would save pass (0)'s estimates,
+but on adult (4,000 rows) the closed form's scale lies well above the one certified, so the
+first check failed and the passes repeated.
 """
 
 from __future__ import annotations
