@@ -153,7 +153,7 @@ def _batch(fits, fitter, loss, Xd, y, sample_weight, n, k, whitener, n_keep, ref
             return True
         kept = _certified_batch(fits, fitted, fitter, whitener)
         if keep is not None:
-            keep.share(fitted["glm"], fitted["P"])
+            keep.share(fitted["glm"], fitted["P"], exact_cache(fitter))
             keep.put(key, kept)
     _write_batch(kept, certify, n_keep, k, out)
     return True

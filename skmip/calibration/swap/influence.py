@@ -296,7 +296,7 @@ def _influence_round(fitter, loss, Xd, y, sample_weight, n, k, seed, p, whitener
                                                refine, keep is not None)
                 out[targets] = _jensen_summary(dist, n_keep)
                 if chunks:
-                    keep.share(blocks[0].glm.features)
+                    keep.share(blocks[0].glm.features, exact_cache(fitter))
                     keep.put((seed, j), (chunks, solver_error))
         else:
             _prepared_pairs(out, rng, fitter, blocks, preps, factors, H, targets, k, p, n_keep, Xd, whitener,

@@ -87,7 +87,7 @@ def pass_values(kept, certify):
 
 def _nbytes(value, seen):
     """Bytes of the arrays reachable from ``value`` (containers and object attributes), each
-    counted once; shared inputs (the data's rows) are counted too, an over-estimate."""
+    counted once, but none of those whose ids are in ``seen``."""
     if id(value) in seen:
         return 0
     seen.add(id(value))
@@ -107,26 +107,26 @@ class KeptBatches:
     ``budget`` bytes (module docstring)."""
 
     def __init__(self, budget=None):
-        self.budget, self.used, self.hits = _KEEP_BYTES if budget is None else budget, 0, 0
+        self.budget, self.used = _KEEP_BYTES if budget is None else budget, 0
         self._items, self._lock = {}, threading.Lock()
-        # The data's rows, referenced by every batch, are not the batches' own memory.
-        self._shared = set()
+        # What the batches reference but do not own (the data's rows), held so that their ids
+        # stay theirs.
+        self._shared = {}
 
     def share(self, *values):
         """Count ``values`` (what the batches reference but do not own: the data's rows) as
         not kept here."""
-        self._shared.update(id(v) for v in values)
+        self._shared.update((id(v), v) for v in values)
 
     def get(self, key):
+        """What ``key`` keeps, or ``None``."""
         with self._lock:
-            batch = self._items.get(key)
-            self.hits += batch is not None
-            return batch
+            return self._items.get(key)
 
-    def put(self, key, batch, reserve=0):
-        """Keep ``batch`` under ``key`` if the budget allows its arrays and ``reserve`` bytes
-        more (what it builds later: the second stage's rows); returns whether it was kept."""
-        size = _nbytes(batch, set(self._shared)) + reserve
+    def put(self, key, batch):
+        """Keep ``batch`` under ``key`` if the budget allows its arrays; returns whether it was
+        kept."""
+        size = _nbytes(batch, set(self._shared))
         with self._lock:
             if self.used + size > self.budget:
                 return False
