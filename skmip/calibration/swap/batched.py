@@ -129,9 +129,9 @@ def _batched_rounds(seeds, fitter, loss, Xd, y, sample_weight, n, k, p, whitener
     width = max(1, _STACK_ELEMENTS // (D * max(n, _REFINE_MAX * k, max(f[2].size for f in fits) * p)))
     for start in range(0, len(fits), width):
         # Estimates refined past the closed form are not kept (no pass of lazy takes them).
-        kept = keep if keep is not None and (certify or not refine) else None
+        store = keep if certify or not refine else None
         if not _batch(fits[start:start + width], fitter, loss, Xd, y, sample_weight, n, k, whitener,
-                      n_keep, refine, out, certify, kept, (tuple(seeds), start)):
+                      n_keep, refine, out, certify, store, (tuple(seeds), start)):
             return None
     return out
 
@@ -152,9 +152,8 @@ def _batch(fits, fitter, loss, Xd, y, sample_weight, n, k, whitener, n_keep, ref
             _unkept_batch(fits, fitted, fitter, k, whitener, n_keep, refine, out, certify)
             return True
         kept = _certified_batch(fits, fitted, fitter, whitener)
-        if keep is not None:
-            keep.share(fitted["glm"], fitted["P"], exact_cache(fitter))
-            keep.put(key, kept)
+        keep.share(fitted["glm"], fitted["P"], exact_cache(fitter))
+        keep.put(key, kept)
     _write_batch(kept, certify, n_keep, k, out)
     return True
 

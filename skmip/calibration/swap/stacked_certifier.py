@@ -122,6 +122,7 @@ class StackCertifier(PairCertifier):
         return self._tighten_fits(dist, certified, x_rows, e_rows, c_e, c_x, fit, floor[fit])
 
     def release_closed_form(self):
+        """:meth:`PairCertifier.release_closed_form` for the stack: the row sums but ``_reach``."""
         self._flat = self._top = None
 
     def _stage(self):
