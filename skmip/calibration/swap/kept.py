@@ -116,7 +116,8 @@ class KeptBatches:
     def share(self, *values):
         """Count ``values`` (what the batches reference but do not own: the data's rows) as
         not kept here."""
-        self._shared.update((id(v), v) for v in values)
+        with self._lock:
+            self._shared.update((id(v), v) for v in values)
 
     def get(self, key):
         """What ``key`` keeps, or ``None``."""
@@ -126,8 +127,8 @@ class KeptBatches:
     def put(self, key, batch):
         """Keep ``batch`` under ``key`` if the budget allows its arrays; returns whether it was
         kept."""
-        size = _nbytes(batch, set(self._shared))
         with self._lock:
+            size = _nbytes(batch, set(self._shared))
             if self.used + size > self.budget:
                 return False
             self._items[key] = batch
