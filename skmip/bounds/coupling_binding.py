@@ -95,6 +95,40 @@ class BindingTargets:
                 mask[self._failing(bounds, deltas, train_fraction, eta, factor * scales[eta])] = True
         return mask
 
+    def upper_open(self, deltas, train_fraction, tight, scales):
+        r"""Mask of the targets to tighten before every eta's ``eta_upper`` at its scale in
+        ``scales`` is, to the last digit, the one tight distances give (none: it is).
+
+        :meth:`~skmip.bounds.coupling_draws._JensenBounds.max_upper` evaluates the bound of the
+        32 targets of largest Jensen bound together (a bisection whose steps depend on the
+        rows evaluated together), then of every target that fails at the best value so far.
+        If those 32 are tight, every other target's Jensen bound lies below theirs, and no
+        target that is not tight fails at their best value, then with tight distances (each
+        at most the mixed one, every bound non-decreasing in every distance) the same rows
+        are evaluated in the same groups: the same ``eta_upper``. The mask: the targets not
+        tight whose Jensen bound reaches the 32nd largest of the tight ones (all of the 32
+        largest while fewer are tight), and those that fail at the best value of the 32
+        largest tight ones, so that one pass settles it.
+        """
+        if self.confidence is None:  # no eta_upper is printed
+            return np.zeros(deltas.shape[0], dtype=bool)
+        bounds = _JensenBounds(deltas)
+        weight = _prior_weight(_OWNER, train_fraction)
+        shares = _check_shares(_OWNER, self.shares, deltas.shape[0])
+        log_threshold = _betting_log_thresholds(shares, _alpha(_OWNER, self.confidence))
+        more = np.zeros(deltas.shape[0], dtype=bool)
+        for eta in self.etas:
+            s = scales[eta]
+            if s == 0 or weight <= eta:  # no eta_upper from the draws
+                continue
+            top, jensen, best = bounds.first_upper(s, weight, log_threshold, among=np.flatnonzero(tight))
+            if top.size < bounds.TOP:  # fewer tight targets than the first group holds
+                more[bounds.first_upper(s, weight, log_threshold)[0]] = True
+                continue
+            more |= jensen >= jensen[top].min()
+            more[self._failing(bounds, deltas, train_fraction, best, s)] = True
+        return more & ~tight
+
     def settled(self, deltas, train_fraction, tight):
         r"""``(ok, scales)``: whether every eta's scale from ``deltas`` is the one that tight
         distances give, when only the targets in the mask ``tight`` are tight (class Notes)."""

@@ -276,13 +276,24 @@ class _JensenBounds:
         return np.max([(self.group_sizes * np.log1p((f / weight) * (level - cg))).sum(axis=1)
                        for f in BET_FRACTIONS], axis=0)
 
+    #: Targets whose betting bound :meth:`max_upper` evaluates first.
+    TOP = 32
+
+    def first_upper(self, s, weight, log_threshold, among=None):
+        """``(top, jensen, best)``: the ``TOP`` targets of largest Jensen bound (at least each
+        target's mean) at ``s`` (of those ``among``, in increasing order; default all), every
+        target's Jensen bound, and the largest betting bound of ``top`` (evaluated together):
+        where :meth:`max_upper` starts."""
+        jensen = weight * self._tv(self.per_target, s)
+        among = np.arange(jensen.size) if among is None else among
+        top = among[np.argsort(-jensen[among], kind="stable")[:self.TOP]]
+        return top, jensen, float(_upper(_draw_values(self.arr[top], s, weight), weight, log_threshold[top]).max())
+
     def max_upper(self, s, weight, log_threshold):
         """``max_x`` of the betting bound at ``s`` (each target's :func:`~.betting._upper` of its
         draw values), evaluated exactly only on targets whose grouped capital does not already
         show theirs below."""
-        upper = weight * self._tv(self.per_target, s)  # Jensen: at least each target's mean
-        top = np.argsort(-upper, kind="stable")[:32]
-        best = float(_upper(_draw_values(self.arr[top], s, weight), weight, log_threshold[top]).max())
+        best = self.first_upper(s, weight, log_threshold)[2]
         step = max(1, _BLOCK_VALUES // max(1, self.arr.shape[1] * self.arr.shape[2]))
         while True:
             # A target whose bound is at most best passes at level best; the grouped capital

@@ -7,7 +7,8 @@ from sklearn.linear_model import LogisticRegression
 
 from skmip.bounds import coupling_noise_scale
 from skmip.bounds.coupling_binding import BindingTargets
-from skmip.calibration.swap import estimate, estimate_swap_deltas
+from skmip.calibration.swap import estimate_swap_deltas
+from skmip.calibration.swap import lazy as lazy_passes
 from skmip.calibration.swap.lazy import Tighten, settled_rounds
 
 
@@ -65,7 +66,7 @@ def test_settled_is_never_wrong(seed):
 
 
 def test_lazy_estimate_gives_the_full_scale_on_a_fit_with_high_leverage_rows(monkeypatch):
-    monkeypatch.setattr(estimate, "LAZY_MIN_ROWS", 0)  # lazy at this size too
+    monkeypatch.setattr(lazy_passes, "MIN_ROWS", 0)  # lazy at this size too
     rng = np.random.default_rng(0)
     n = 160
     X = rng.normal(size=(n, 3))
@@ -83,3 +84,26 @@ def test_lazy_estimate_gives_the_full_scale_on_a_fit_with_high_leverage_rows(mon
     for eta in (0.1, 0.2):
         assert (coupling_noise_scale(d_lazy, eta, train_fraction=0.5).noise_scale
                 == coupling_noise_scale(d_full, eta, train_fraction=0.5).noise_scale)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_eta_upper_is_the_tight_one_once_upper_open_names_no_target(seed):
+    # Brute force: grow a random mask as the passes do; when the scale is settled and
+    # upper_open names no target, eta_upper is the tight distances' to the last digit.
+    rng = np.random.default_rng(200 + seed)
+    tight, loose, _ = _model(seed, n=120, m=120, inf_rows=0)
+    mask = rng.random(120) < rng.uniform(0.05, 0.5)
+    binding = BindingTargets([0.15], 0.9)
+    for _ in range(10):
+        mixed = np.where(mask[:, None, None], tight, loose)
+        ok, scales = binding.settled(mixed, 0.5, mask)
+        more = binding.upper_open(mixed, 0.5, mask, scales) if ok else binding.near(mixed, 0.5, scales, 0.85)
+        if ok and not more.any():
+            break
+        mask |= more
+    else:
+        pytest.fail("the passes did not settle")
+    got = coupling_noise_scale(mixed, 0.15, confidence=0.9)
+    want = coupling_noise_scale(tight, 0.15, confidence=0.9)
+    assert (got.noise_scale, got.eta_upper) == (want.noise_scale, want.eta_upper)
+    assert not mask.all()

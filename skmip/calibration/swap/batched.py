@@ -35,6 +35,7 @@ import copy
 
 import numpy as np
 
+from skmip.calibration.swap.kept import kept_pairs, pass_values
 from skmip.calibration.swap.lazy import tightened
 from skmip.calibration.swap.pair_certifier import make_certifier
 from skmip.calibration.swap.stacked_certifier import StackCertifier
@@ -42,6 +43,7 @@ from skmip.calibration.swap.influence import (
     _E_KEYS,
     _X_KEYS,
     _certified_matched,
+    _closed_form_matched,
     _glm_rows,
     exact_cache,
     _influence_round,
@@ -64,23 +66,25 @@ _ENABLED = True
 
 
 def _influence_rounds(seeds, fitter, loss, Xd, y, sample_weight, n, k, p, whitener, all_pairs,
-                      n_keep, newton, refine, certify=False, cover=None):
+                      n_keep, newton, refine, certify=False, cover=None, keep=None):
     """Several rounds in one job (shape (n, len(seeds), n_keep)): fewer, larger jobs. All
     their fits at once where the batch applies (module docstring), else round by round.
     ``certify``: certified upper bounds instead of estimates (:mod:`.certify`); ``cover``: the
-    classes of a classifier's ``y`` (a fit set lacking one scores 0, :mod:`..class_cover`)."""
+    classes of a classifier's ``y`` (a fit set lacking one scores 0, :mod:`..class_cover`);
+    ``keep``: the batches kept between the passes of lazy certification (:mod:`.kept`)."""
     # A cache of exact minimisers of this job's own (exact_cache): jobs that share the
     # fitter (threads) must not see each other's, or a result would depend on their timing.
     fitter = copy.copy(fitter)
     fitter.__dict__["_certified_minimisers"] = {}
     data = (fitter, loss, Xd, y, sample_weight, n, k)
     if _batchable(fitter, newton, all_pairs, k):
-        out = _batched_rounds(seeds, *data, p, whitener, n_keep, refine, certify, cover)
+        out = _batched_rounds(seeds, *data, p, whitener, n_keep, refine, certify, cover, keep)
         if out is not None:
             return out
     out = np.empty((n, len(seeds), n_keep))
     for i, seed in enumerate(seeds):
-        out[:, i] = _influence_round(*data, seed, p, whitener, all_pairs, n_keep, newton, refine, certify, cover)
+        out[:, i] = _influence_round(*data, seed, p, whitener, all_pairs, n_keep, newton, refine, certify, cover,
+                                     keep)
     return out
 
 
@@ -110,9 +114,10 @@ def _fit_design(seeds, n, k, p, cover=None):
 
 
 def _batched_rounds(seeds, fitter, loss, Xd, y, sample_weight, n, k, p, whitener, n_keep, refine, certify,
-                    cover=None):
+                    cover=None, keep=None):
     """:func:`_influence_rounds` in batches of fits; ``None`` if the registered loss does not
-    give the template's objective (the caller then runs the per-fit path)."""
+    give the template's objective (the caller then runs the per-fit path). A batch is kept
+    (``keep``) under its rounds' seeds and its place among them."""
     fits, unfitted = _fit_design(seeds, n, k, p, cover)
     out = np.empty((n, len(seeds), n_keep))
     for r, targets in unfitted:
@@ -123,15 +128,40 @@ def _batched_rounds(seeds, fitter, loss, Xd, y, sample_weight, n, k, p, whitener
     D = fitter.chord[0][0].size
     width = max(1, _STACK_ELEMENTS // (D * max(n, _REFINE_MAX * k, max(f[2].size for f in fits) * p)))
     for start in range(0, len(fits), width):
+        # Estimates refined past the closed form are not kept (no pass of lazy takes them).
+        store = keep if certify or not refine else None
         if not _batch(fits[start:start + width], fitter, loss, Xd, y, sample_weight, n, k, whitener,
-                      n_keep, refine, out, certify):
+                      n_keep, refine, out, certify, store, (tuple(seeds), start)):
             return None
     return out
 
 
-def _batch(fits, fitter, loss, Xd, y, sample_weight, n, k, whitener, n_keep, refine, out, certify):
+def _batch(fits, fitter, loss, Xd, y, sample_weight, n, k, whitener, n_keep, refine, out, certify, keep=None,
+           key=None):
     """The fits ``fits`` (of :func:`_fit_design`) at once; their summaries into ``out``.
-    Returns False, with nothing written, if the loss disagrees with the template's objective."""
+    Returns False, with nothing written, if the loss disagrees with the template's objective.
+    ``keep`` (a :class:`~.kept.KeptBatches`): the batch's fits, row sums and closed-form bounds
+    are taken from it under ``key`` if there, else computed and kept, so that a pass of lazy
+    certification adds only the later stages of the targets it tightens."""
+    kept = keep.get(key) if keep is not None else None
+    if kept is None:
+        fitted = _fitted_batch(fits, fitter, loss, Xd, y, sample_weight, n, whitener)
+        if fitted is None:
+            return False
+        if fitted["glm"].gsc is None or keep is None:
+            _unkept_batch(fits, fitted, fitter, k, whitener, n_keep, refine, out, certify)
+            return True
+        kept = _certified_batch(fits, fitted, fitter, whitener)
+        keep.share(fitted["glm"], fitted["P"], exact_cache(fitter))
+        keep.put(key, kept)
+    _write_batch(kept, certify, n_keep, k, out)
+    return True
+
+
+def _fitted_batch(fits, fitter, loss, Xd, y, sample_weight, n, whitener):
+    """The fits of a batch, their Hessians, :math:`K^{-1}`, solver checks and per-row
+    quantities, and every (fit, target) pair's rows (a dict); ``None`` if the registered loss
+    does not give the template's objective."""
     index, _, P, r0, glm = fitter.chord[0]
     B = len(fits)
     H = np.stack([f[1] for f in fits])  # (B, k)
@@ -143,7 +173,7 @@ def _batch(fits, fitter, loss, Xd, y, sample_weight, n, k, whitener, n_keep, ref
     hessian = _data_hessian(FH, glm.d2loss(mH, H)) + P
     reg0 = theta @ P + r0  # the regulariser's gradient at each fit
     if not _same_objective(fitter, loss, Xd, y, sample_weight, H[0], thetas[0], margins[0], hessian[0], reg0[0]):
-        return False
+        return None
     L, ok = _cholesky(hessian, np.ones(B, dtype=bool))
     if not ok.all():
         raise _not_convex()
@@ -153,7 +183,6 @@ def _batch(fits, fitter, loss, Xd, y, sample_weight, n, k, whitener, n_keep, ref
     step = np.zeros((B, whitener.size))
     step[:, index] = (Hinv @ grad[..., None])[..., 0]
     step[:, whitener.zero] = 0.0
-    solver_error = whitener.norms(step)
     xi = glm.features @ Hinv  # (B, n, D)
     prep = _glm_rows(np.broadcast_to(glm.features, xi.shape), xi, margins,
                      np.broadcast_to(np.arange(n), margins.shape), glm, whitener, index)
@@ -165,23 +194,58 @@ def _batch(fits, fitter, loss, Xd, y, sample_weight, n, k, whitener, n_keep, ref
     x = np.concatenate([f[2] for f in fits])
     e = np.concatenate([f[1][f[3]] for f in fits])
     side = (_take(flat, b_of + e, _E_KEYS), _take(flat, b_of + x[:, None], _X_KEYS), glm)
+    return dict(glm=glm, index=index, P=P, H=H, theta=theta, margins=margins, FH=FH, reg0=reg0, grad=grad,
+                Hinv=Hinv, xi=xi, h=prep["h"], side=side, sizes=sizes, x=x, e=e,
+                solver_error=whitener.norms(step))
+
+
+def _certified_batch(fits, fitted, fitter, whitener):
+    """``(pairs, rounds, sizes, solver_error)`` of a batch: its :class:`~.kept.KeptPairs` (the
+    certifier, every pair's estimate and closed-form bound, each pair certified with its own
+    fit's Hessian, residual and rows), each target's round in the chunk, each fit's count of
+    targets and its own distance to its minimiser."""
+    f = fitted
+    cert = StackCertifier(f["glm"], f["theta"], f["reg0"], f["P"], f["Hinv"], f["H"], f["grad"], whitener,
+                          f["index"], f["xi"], f["h"], cache=exact_cache(fitter))
+    fit = np.repeat(np.arange(len(fits)), f["sizes"])[:, None]
+    dist, bound, c_e, c_x, _ = _closed_form_matched(cert, f["side"], whitener, fit=fit)
+    cert.release_closed_form()
+    rounds = np.repeat([b[0] for b in fits], f["sizes"])
+    return kept_pairs(cert, dist, bound, f["x"], f["e"], c_e, c_x, fit), rounds, f["sizes"], f["solver_error"]
+
+
+def _write_batch(kept, certify, n_keep, k, out):
+    """The summaries of a batch (:func:`_certified_batch`) into ``out``: this pass's values
+    (:func:`~.kept.pass_values`), checked against each fit's solver error."""
+    pairs, rounds, sizes, solver_error = kept
+    summary = _jensen_summary(pass_values(pairs, certify), n_keep)
     starts = np.cumsum(sizes) - sizes
-    if certify:
-        if glm.gsc is not None:
-            # Each pair certified with its own fit's Hessian, residual and rows, all fits at once.
-            cert = StackCertifier(glm, theta, reg0, P, Hinv, H, grad, whitener, index, xi, prep["h"],
-                                  cache=exact_cache(fitter), targets=tightened(certify))
-            dist = _certified_matched(cert, side, whitener, fit=np.repeat(np.arange(B), sizes)[:, None])
-        else:
-            # A loss with no self-concordance constant (the squared hinge): its own certificate,
-            # fit by fit (make_certifier).
-            dist = np.empty(e.shape)
-            for b in range(B):
-                part = slice(starts[b], starts[b] + sizes[b])
-                cert = make_certifier(glm, theta[b], reg0[b], P, Hinv[b], H[b], grad[b], whitener, index,
-                                      cache=exact_cache(fitter), targets=tightened(certify))
-                pe, px = ({key: value[part] for key, value in d.items()} for d in side[:2])
-                dist[part] = _certified_matched(cert, (pe, px, glm), whitener)
+    for b, a in enumerate(starts):
+        _check_solver_error(solver_error[b], summary[a:a + sizes[b]], k)
+    out[pairs.x, rounds] = summary
+
+
+def _unkept_batch(fits, f, fitter, k, whitener, n_keep, refine, out, certify):
+    """:func:`_batch` without a kept batch: the estimates, refined where asked, or the
+    certified distances (a loss with no self-concordance constant, the squared hinge: its
+    own certificate, fit by fit, make_certifier)."""
+    glm, theta, H, sizes, side, e, x = f["glm"], f["theta"], f["H"], f["sizes"], f["side"], f["e"], f["x"]
+    B = len(fits)
+    starts = np.cumsum(sizes) - sizes
+    if certify and glm.gsc is not None:
+        # Each pair certified with its own fit's Hessian, residual and rows, all fits at once.
+        cert = StackCertifier(glm, theta, f["reg0"], f["P"], f["Hinv"], H, f["grad"], whitener, f["index"], f["xi"],
+                              f["h"], cache=exact_cache(fitter), targets=tightened(certify))
+        dist = _certified_matched(cert, side, whitener, fit=np.repeat(np.arange(B), sizes)[:, None])
+        refine = 0.0  # refinement is not certified
+    elif certify:
+        dist = np.empty(e.shape)
+        for b in range(B):
+            part = slice(starts[b], starts[b] + sizes[b])
+            cert = make_certifier(glm, theta[b], f["reg0"][b], f["P"], f["Hinv"][b], H[b], f["grad"][b], whitener,
+                                  f["index"], cache=exact_cache(fitter), targets=tightened(certify))
+            pe, px = ({key: value[part] for key, value in d.items()} for d in side[:2])
+            dist[part] = _certified_matched(cert, (pe, px, glm), whitener)
         refine = 0.0  # refinement is not certified
     else:
         dist = _matched_distances([side], whitener, True)
@@ -195,15 +259,14 @@ def _batch(fits, fitter, loss, Xd, y, sample_weight, n, k, whitener, n_keep, ref
             sel[b] = np.r_[top, np.full(q - top.size, top[0])]
         valid = np.arange(q)[None, :] < np.array(n_ref)[:, None]
         xs, bq = x[sel], np.arange(B)[:, None]
-        better, ok = _refine_targets(glm, FH, H, P, theta, reg0, Hinv, xs, xi[bq, xs], prep["h"][bq, xs],
-                                     margins[bq, xs], e[sel], whitener, index)
+        better, ok = _refine_targets(glm, f["FH"], H, f["P"], theta, f["reg0"], f["Hinv"], xs, f["xi"][bq, xs],
+                                     f["h"][bq, xs], f["margins"][bq, xs], e[sel], whitener, f["index"])
         ok &= valid
         dist[sel[ok]] = better[ok]
     summary = _jensen_summary(dist, n_keep)
     for b in range(B):
-        _check_solver_error(solver_error[b], summary[starts[b]:starts[b] + sizes[b]], k)
-    out[x, np.repeat([f[0] for f in fits], sizes)] = summary
-    return True
+        _check_solver_error(f["solver_error"][b], summary[starts[b]:starts[b] + sizes[b]], k)
+    out[x, np.repeat([fit[0] for fit in fits], sizes)] = summary
 
 
 def _same_objective(fitter, loss, Xd, y, sample_weight, H, theta, margins, hessian, reg0):

@@ -17,9 +17,10 @@ from skmip.calibration.swap._common import _OWNER, _fit_vector
 from skmip.calibration.swap._result import SwapDeltas
 from skmip.calibration.swap.exact import _exact_distances
 from skmip.calibration.swap.batched import _influence_rounds
+from skmip.calibration.swap.kept import KeptBatches
 from skmip.calibration.swap.compact import COMPACT_VALUES
 from skmip.calibration.swap.influence import certifiable
-from skmip.calibration.swap.lazy import MIN_ROWS as LAZY_MIN_ROWS, settled_rounds
+from skmip.calibration.swap.lazy import pays as lazy_pays, settled_rounds
 from skmip.calibration.losses.registry import augmented_design_cache, get_smooth_loss
 from skmip.calibration.swap.polish import MinimiserFits, SolverFits, _polish
 from skmip.calibration.swap.refit import _refit_rounds
@@ -145,8 +146,10 @@ def estimate_swap_deltas(
         (:func:`~skmip.calibration.swap.lazy.settled_rounds`); the others keep their
         closed-form upper bounds. Those scales are then exactly the ones of full
         certification (docs/coupling.md, *Certify only what can move the printed number*).
-        Used from ``lazy.MIN_ROWS`` training rows on, and not when the rounds are stored in
-        half precision (very large ``n``).
+        Used where it pays (:func:`~skmip.calibration.swap.lazy.pays`: large fits, or from
+        ``lazy.MIN_ROWS`` training rows on), and not when the rounds are stored in half
+        precision (very large ``n``). Each pass keeps its fits for the next
+        (:mod:`~skmip.calibration.swap.kept`).
 
     Returns
     -------
@@ -279,23 +282,31 @@ def _estimate(estimator, X, y, n, k, n_rounds, summary_size, refine, scale, whit
         fitter = SolverFits(estimator, adapter, X, y, fit_params)
     del probe, theta0
 
+    keep = _lazy_store(certify, tighten_for, engine, multi, compact, k, whitener.size)
+
     def run(cert, steer=False):
         return run_rounds(
             lambda chunk: delayed(_influence_rounds)(
                 chunk, fitter, loss, Xd, yd, sw, n, k, p, whitener, all_pairs, n_keep,
-                engine == "newton", 0.0 if steer else refine, cert, cover,
+                engine == "newton", 0.0 if steer else refine, cert, cover, keep,
             ),
             # Threads: the rounds are array arithmetic that releases the GIL, and threads share
             # X and the fits' design instead of copying them into every worker (memory at large n).
             seeds, n_jobs, verbose, compact=compact, values_per_round=n * n_keep, prefer="threads",
         )
 
-    if certify and tighten_for is not None and engine == "newton" and not (multi or compact) and k >= LAZY_MIN_ROWS:
-        rounds = settled_rounds(run, tighten_for, k / n, n)
-    else:
-        rounds = run(certify)
+    rounds = run(certify) if keep is None else settled_rounds(run, tighten_for, k / n, n)
     return SwapDeltas(rounds, k, engine, "all" if all_pairs else "sampled", polished=polish,
                       certified=bool(certify))
+
+
+def _lazy_store(certify, tighten_for, engine, multi, compact, k, n_params):
+    """The store of lazy certification's passes (:class:`~.kept.KeptBatches`: each pass keeps
+    its fits, their closed form and the pairs it tightened for the next) where the passes pay
+    (:func:`~.lazy.pays`), else ``None``: every pair certified in one pass (always for the
+    multinomial rounds and for rounds in half precision)."""
+    lazy = bool(certify) and tighten_for is not None and engine == "newton" and not (multi or compact)
+    return KeptBatches() if lazy and lazy_pays(k, n_params) else None
 
 
 def _resolve_engine(estimator, loss, engine):

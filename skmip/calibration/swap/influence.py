@@ -6,6 +6,7 @@ import numpy as np
 from scipy import linalg
 
 from skmip.calibration.swap._common import _OWNER
+from skmip.calibration.swap.kept import kept_pairs, pass_values
 from skmip.calibration.swap.lazy import tightened
 from skmip.calibration.swap.pair_certifier import make_certifier
 from skmip.calibration.swap.row_sums import fit_row_scalars
@@ -115,11 +116,20 @@ def _matched_distances(sides, whitener, newton):
 def _certified_matched(cert, side, whitener, **fit):
     """Certified distances of matched pairs (one generalised-linear block): :mod:`.certify`.
     ``fit``: each pair's fit, for a :class:`~.stacked_certifier.StackCertifier`."""
+    pe, px, _ = side
+    dist, bound, c_e, c_x, det = _closed_form_matched(cert, side, whitener, **fit)
+    return cert.tighten(dist, bound, px["rows"], pe["rows"], c_e, c_x, det, **fit)
+
+
+def _closed_form_matched(cert, side, whitener, **fit):
+    """``(dist, bound, c_e, c_x, det)`` of matched pairs: the engine's estimates, their
+    closed-form bounds (stage 1 of :mod:`.certify`) and the pairs' coefficients
+    (:func:`_pair_coefficients`), which the later stages take (:func:`_certified_matched`)."""
     pe, px, glm = side
     c_e, c_x, det = _pair_coefficients(pe, px, glm, True, cross=False, details=True)
     dist = np.sqrt(_assemble_sq([(pe, px, c_e, c_x)], False, whitener.diagonal))
     bound = cert.bound(dist, _norms(pe), _norms(px), c_e, c_x, det, pe["rows"], px["rows"], **fit)
-    return cert.tighten(dist, bound, px["rows"], pe["rows"], c_e, c_x, det, **fit)
+    return dist, bound, c_e, c_x, det
 
 
 def _refine_fit(block, factor, P, H, px, cols, e_rows, whitener):
@@ -177,8 +187,10 @@ def _glm_prep(glm, rows, hinv, whitener, index):
     return _glm_rows(feats, feats @ hinv, glm.margins[rows], rows, glm, whitener, index)
 
 
-def _streamed_pairs(block, factor, fitter, H, targets, pos, whitener, certify, refine):
-    """Distances (T, p) of the sampled pairs of one fit of one generalised-linear block.
+def _streamed_pairs(block, factor, fitter, H, targets, pos, whitener, certify, refine, keep=False):
+    """Distances (T, p) of the sampled pairs of one fit of one generalised-linear block, and
+    with ``keep`` (lazy certification of a self-concordant loss) the :class:`~.kept.KeptPairs`
+    of each chunk of targets (else ``None``), for the next pass.
 
     The per-row quantities of the targets and of their sampled e (positions ``pos`` in
     ``H``) are formed a chunk of targets at a time, so the fit's memory is O(chunk D) and
@@ -186,7 +198,8 @@ def _streamed_pairs(block, factor, fitter, H, targets, pos, whitener, certify, r
     """
     glm, index = block.glm, block.index
     hinv = linalg.cho_solve(factor, np.eye(block.theta.size), check_finite=False)
-    cert = _certifier(block, hinv, fitter, H, whitener, certify=certify) if certify else None
+    chunks = [] if keep and glm.gsc is not None else None
+    cert = _certifier(block, hinv, fitter, H, whitener, certify=certify) if certify or chunks is not None else None
     T, p = pos.shape
     dist = np.empty((T, p))
     width = max(1, _GATHER_ELEMENTS // (p * glm.features.shape[1]))
@@ -198,10 +211,16 @@ def _streamed_pairs(block, factor, fitter, H, targets, pos, whitener, certify, r
             cert.sums.fill(px["rows"], px["xi"], px["h"])
             cert.sums.fill(pe["rows"], pe["xi"], pe["h"])
         side = ({key: pe[key] for key in _E_KEYS}, {key: px[key][:, None] for key in _X_KEYS}, glm)
-        if cert is not None:
+        if chunks is not None:
+            d, bound, c_e, c_x, _ = _closed_form_matched(cert, side, whitener)
+            chunks.append(kept_pairs(cert, d, bound, targets[c], pe["rows"], c_e, c_x))
+            dist[c] = pass_values(chunks[-1], certify)
+        elif cert is not None:
             dist[c] = _certified_matched(cert, side, whitener)
         else:
             dist[c] = _matched_distances([side], whitener, True)
+    if chunks is not None:
+        cert.release_closed_form()  # every pair has its closed form: kept for the later stages only
     n_refine = _n_refine(refine if cert is None else 0.0, T)
     if n_refine:
         top = np.argsort(-dist.mean(axis=1))[:n_refine]
@@ -209,7 +228,7 @@ def _streamed_pairs(block, factor, fitter, H, targets, pos, whitener, certify, r
         P = fitter.regulariser_hessian(block, H)
         better, ok = _refine_fit(block, factor, P, H, px, np.arange(top.size), H[pos[top]], whitener)
         dist[top[ok]] = better[ok]
-    return dist
+    return dist, chunks
 
 
 def exact_cache(fitter):
@@ -222,7 +241,7 @@ def _norms(prep):
 
 
 def _influence_round(fitter, loss, Xd, y, sample_weight, n, k, seed, p, whitener, all_pairs,
-                     n_keep, newton, refine, certify=False, cover=None):
+                     n_keep, newton, refine, certify=False, cover=None, keep=None):
     """Distances of one round, shape (n, n_keep): every row is the target of one fit.
 
     ``fitter(rows)`` returns ``(fitted, theta)`` for the learner on ``rows``. With sampled
@@ -230,8 +249,11 @@ def _influence_round(fitter, loss, Xd, y, sample_weight, n, k, seed, p, whitener
     D_out (with replacement: each value is then an unbiased draw of the average over e),
     computed in one vectorised pass over all (target, e) pairs of the fit. A fit set that
     lacks a class of a classifier's ``y`` (``cover``) is not fitted: its pairs score 0.
+    ``keep`` (:class:`~.kept.KeptBatches`): the streamed fits' pairs before the later stages
+    are kept for the next pass of lazy certification, or taken from it (not fitted again).
     """
     rng, fit_sets, owner = _round_design(seed, n, k)
+    keep = keep if certify or not refine else None  # refined estimates are not kept
     out = np.empty((n, n_keep))
     for j, H in enumerate(fit_sets):
         if not _usable(H, cover):
@@ -239,6 +261,13 @@ def _influence_round(fitter, loss, Xd, y, sample_weight, n, k, seed, p, whitener
             if targets.size and not all_pairs:
                 rng.integers(0, k, size=(targets.size, p))  # the draws of e a fit would take
             out[targets] = 0.0
+            continue
+        kept = None if keep is None else keep.get((seed, j))
+        if kept is not None:  # kept by an earlier pass (kept.py): its draws of e, then its values
+            targets = np.flatnonzero(owner == j)
+            rng.integers(0, k, size=(targets.size, p))
+            out[targets] = _jensen_summary(np.concatenate([pass_values(c, certify) for c in kept[0]]), n_keep)
+            _check_solver_error(kept[1], out[targets], k)
             continue
         fitted, theta = fitter(H)
         if theta.size != whitener.size:  # e.g. a classifier fitted on a subset lacking a class
@@ -263,8 +292,12 @@ def _influence_round(fitter, loss, Xd, y, sample_weight, n, k, seed, p, whitener
         elif stream:
             if targets.size:
                 pos = rng.integers(0, k, size=(targets.size, p))  # positions in H of each target's e
-                dist = _streamed_pairs(blocks[0], factors[0], fitter, H, targets, pos, whitener, certify, refine)
+                dist, chunks = _streamed_pairs(blocks[0], factors[0], fitter, H, targets, pos, whitener, certify,
+                                               refine, keep is not None)
                 out[targets] = _jensen_summary(dist, n_keep)
+                if chunks:
+                    keep.share(blocks[0].glm.features, exact_cache(fitter))
+                    keep.put((seed, j), (chunks, solver_error))
         else:
             _prepared_pairs(out, rng, fitter, blocks, preps, factors, H, targets, k, p, n_keep, Xd, whitener,
                             all_pairs, newton, refine, certify)

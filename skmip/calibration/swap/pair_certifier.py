@@ -36,6 +36,13 @@ def make_certifier(glm, theta0, reg0, P, hinv, H, residual, whitener, index, **k
     return PairCertifier(glm, theta0, reg0, P, hinv, H, residual, whitener, index, **kwargs)
 
 
+class _Reach:
+    """What the second stage reads of :class:`~.row_sums.RowSums`."""
+
+    def __init__(self, reach):
+        self.reach = reach
+
+
 class PairCertifier:
     r"""Certified distances of the pairs of one fit (one generalised-linear block).
 
@@ -101,9 +108,7 @@ class PairCertifier:
     def _tighten_fits(self, dist, certified, x_rows, e_rows, c_e, c_x, fit, floor):
         """:meth:`tighten` for pairs of the fits ``fit`` (their indices in the stack, laid out
         as ``dist``, the pairs of each fit together), each with its fit's ``floor``."""
-        loose = self._loose(dist, certified, floor)
-        if self.targets is not None:  # lazy: the targets asked for, and every unbounded pair
-            loose &= self.targets[x_rows] | ~np.isfinite(certified)
+        loose = self._loose(dist, certified, floor) & self._asked(x_rows, certified)
         if not loose.any():
             return certified
         shape = dist.shape
@@ -111,13 +116,35 @@ class PairCertifier:
         c_e, c_x = np.broadcast_to(c_e, shape), np.broadcast_to(c_x, shape)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # diverging steps: inf
             out, start_at = self._chord_stage(dist, certified, loose, floor, x_rows, e_rows, c_e, c_x, fit)
-            loose = self._loose(dist, out, floor)
-            if self.targets is not None:
-                loose &= self.targets[x_rows] | ~np.isfinite(out)
+            loose = self._loose(dist, out, floor) & self._asked(x_rows, out)
             for idx in zip(*np.nonzero(loose)):
                 x, e = int(x_rows[idx]), int(e_rows[idx])
                 out[idx] = min(out[idx], self._exact(int(fit[idx]), x, e, start_at.get(idx), c_e[idx], c_x[idx]))
         return out
+
+    #: Lazy certification over kept pairs (:mod:`.kept`): the pairs (a mask laid out as the
+    #: pairs) the later stages may take in this pass, in place of ``targets``' rule.
+    pairs = None
+
+    def _asked(self, x_rows, certified):
+        """The pairs the later stages may take: all, ``pairs``, or (lazy) those of ``targets``
+        and every unbounded one."""
+        if self.pairs is not None:
+            return self.pairs
+        if self.targets is None:
+            return True
+        return self.targets[x_rows] | ~np.isfinite(certified)
+
+    def release_stage(self):
+        """Drop the second stage's copy of the fit's rows (rebuilt on its next use): what a
+        kept certifier need not hold between passes (:mod:`.kept`)."""
+        self._second = None
+
+    def release_closed_form(self):
+        """Drop the row sums only the closed form reads (:meth:`bound`), keeping the
+        :math:`M_j` the second stage reads: for a certifier kept once every pair has its
+        closed-form bound (:mod:`.kept`)."""
+        self.sums = _Reach(self.sums.reach)
 
     def _chord_stage(self, dist, certified, loose, floor, x_rows, e_rows, c_e, c_x, fit):
         """The second stage for the ``loose`` pairs: ``(bounds, start_at)``, the chord points

@@ -121,6 +121,10 @@ class StackCertifier(PairCertifier):
         floor = np.array([self._floor(flat[a:b]) for a, b in zip(ends[:-1], ends[1:])])
         return self._tighten_fits(dist, certified, x_rows, e_rows, c_e, c_x, fit, floor[fit])
 
+    def release_closed_form(self):
+        """:meth:`PairCertifier.release_closed_form` for the stack: the row sums but ``_reach``."""
+        self._flat = self._top = None
+
     def _stage(self):
         if self._second is None:
             nu, lam, _, out_error = self.consts
