@@ -96,6 +96,25 @@ class CalibrationRoute(BaseEstimator):
         return Cost(0.0, "")
 
 
+def calibrated_estimator(estimator, params):
+    """The estimator whose parameters a coupling calibration reads: the last step of a
+    :class:`~sklearn.pipeline.Pipeline` of two or more steps ending in a registered smooth
+    loss (with ``params="auto"``; its transformers are fitted on all of D:
+    :mod:`skmip.defend.preprocessing`), else ``None``."""
+    from sklearn.pipeline import Pipeline
+
+    from skmip.calibration.swap import get_smooth_loss
+
+    if not isinstance(estimator, Pipeline) or len(estimator.steps) < 2:
+        return None
+    if not (isinstance(params, str) and params == "auto"):
+        return None
+    last = estimator.steps[-1][1]
+    if last is None or isinstance(last, str) or get_smooth_loss(last) is None:
+        return None
+    return last
+
+
 def check_cost(owner, route, n_samples, n_features, n_train, estimator):
     """Refuse, before any work, a fit the route projects beyond :data:`MAX_SECONDS` or
     :data:`MAX_BYTES`, naming the knob that drives it.

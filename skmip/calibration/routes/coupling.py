@@ -14,7 +14,7 @@ import numpy as np
 
 from skmip.bounds import coupling_noise_scale
 from skmip.calibration import noise_laws
-from skmip.calibration.routes.base import CalibrationRoute, Cost, fit_seconds
+from skmip.calibration.routes.base import CalibrationRoute, Cost, calibrated_estimator, fit_seconds
 from skmip.calibration.routes.moments import SIGMA_FROM, check_n_subsets
 from skmip.utils.validation import check_int, check_interval, check_moment, check_option
 
@@ -140,8 +140,6 @@ class CouplingRoute(CalibrationRoute):
         last step has a registered smooth loss (its transformers, a ``ColumnTransformer``
         included, are fitted on all of D and the last step is calibrated:
         :mod:`skmip.defend.preprocessing`); else the reason."""
-        from skmip.calibration.routes.registry import calibrated_estimator
-
         if calibrated_estimator(estimator, params) is not None:
             return None
         return super().applies(estimator, params)

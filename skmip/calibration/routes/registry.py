@@ -14,7 +14,7 @@ from sklearn.base import clone
 
 from skmip.exceptions import PrivacyWarning
 
-from skmip.calibration.routes.base import CalibrationRoute
+from skmip.calibration.routes.base import CalibrationRoute, calibrated_estimator
 from skmip.calibration.routes.coupling import CouplingRoute
 from skmip.calibration.routes.moments import MomentsRoute
 from skmip.calibration.routes.noisy_gradient import NoisyGradientRoute
@@ -33,25 +33,6 @@ def register_route(cls):
         raise TypeError(f"register_route: {cls!r} is not a CalibrationRoute subclass with a name.")
     ROUTES[cls.name] = cls
     return cls
-
-
-def calibrated_estimator(estimator, params):
-    """The estimator whose parameters a coupling calibration reads: the last step of a
-    :class:`~sklearn.pipeline.Pipeline` of two or more steps ending in a registered smooth
-    loss (with ``params="auto"``; its transformers are fitted on all of D:
-    :mod:`skmip.defend.preprocessing`), else ``None``."""
-    from sklearn.pipeline import Pipeline
-
-    from skmip.calibration.swap import get_smooth_loss
-
-    if not isinstance(estimator, Pipeline) or len(estimator.steps) < 2:
-        return None
-    if not (isinstance(params, str) and params == "auto"):
-        return None
-    last = estimator.steps[-1][1]
-    if last is None or isinstance(last, str) or get_smooth_loss(last) is None:
-        return None
-    return last
 
 
 def auto_route(estimator, params, shape=None):
