@@ -68,9 +68,32 @@ class PairCertifier:
 
     def bound(self, dist, norms_e, norms_x, c_e, c_x, det, e_rows, x_rows):
         """Closed-form bounds for pairs laid out as ``dist`` (:meth:`FitCertificate.pair_bound`);
-        ``norms_*``: whitened norms of xi_e, xi_x."""
+        ``norms_*``: whitened norms of xi_e, xi_x.
+
+        Where the row sums are split (:attr:`.row_sums.RowSums.split`), a pair the closed form
+        leaves loose is bounded again with the maximum and the quartic sum over the rows of
+        ``H`` summed exactly for its two rows (:meth:`.row_sums.RowSums.refine`, O(k D) a row,
+        no transcendental work), and keeps the smaller bound: both are upper bounds, and the
+        second stage then runs only where this leaves the pair loose."""
         top = np.abs(c_e) * norms_e + np.abs(c_x) * norms_x
-        return self.fit.pair_bound(dist, top, det, c_e, c_x, norms_e, norms_x, e_rows, x_rows, self.sums)
+        out = self.fit.pair_bound(dist, top, det, c_e, c_x, norms_e, norms_x, e_rows, x_rows, self.sums)
+        if not self.sums.split:
+            return out
+        loose = self._asked(self._loose(dist, out, self._floor(dist)), x_rows, out)
+        if not loose.any():
+            return out
+        idx = np.nonzero(loose)
+
+        def pick(v):
+            return np.broadcast_to(v, loose.shape)[idx]
+
+        e_sel, x_sel = pick(e_rows), pick(x_rows)
+        rows = np.unique(np.r_[e_sel, x_sel])
+        self.sums.refine(rows, self.glm.features[rows] @ self.hinv)
+        again = self.fit.pair_bound(pick(dist), pick(top), {key: pick(v) for key, v in det.items()}, pick(c_e),
+                                    pick(c_x), pick(norms_e), pick(norms_x), e_sel, x_sel, self.sums.refined())
+        out[idx] = np.minimum(out[idx], again)
+        return out
 
     @staticmethod
     def _floor(dist):
@@ -81,6 +104,13 @@ class PairCertifier:
     @staticmethod
     def _loose(dist, certified, floor):
         return ~np.isfinite(certified) | (certified > dist * (1.0 + FALLBACK_RTOL) + floor + 1e-12)
+
+    def _asked(self, loose, x_rows, certified):
+        """``loose`` less, under lazy certification, the pairs of targets not asked for
+        (every unbounded pair stays)."""
+        if self.targets is None:
+            return loose
+        return loose & (self.targets[x_rows] | ~np.isfinite(certified))
 
     def _stage(self):
         """The fit's second stage (:class:`~.second_stage.SecondStage`, a stack of one fit),
@@ -101,9 +131,7 @@ class PairCertifier:
     def _tighten_fits(self, dist, certified, x_rows, e_rows, c_e, c_x, fit, floor):
         """:meth:`tighten` for pairs of the fits ``fit`` (their indices in the stack, laid out
         as ``dist``, the pairs of each fit together), each with its fit's ``floor``."""
-        loose = self._loose(dist, certified, floor)
-        if self.targets is not None:  # lazy: the targets asked for, and every unbounded pair
-            loose &= self.targets[x_rows] | ~np.isfinite(certified)
+        loose = self._asked(self._loose(dist, certified, floor), x_rows, certified)
         if not loose.any():
             return certified
         shape = dist.shape
@@ -111,9 +139,7 @@ class PairCertifier:
         c_e, c_x = np.broadcast_to(c_e, shape), np.broadcast_to(c_x, shape)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # diverging steps: inf
             out, start_at = self._chord_stage(dist, certified, loose, floor, x_rows, e_rows, c_e, c_x, fit)
-            loose = self._loose(dist, out, floor)
-            if self.targets is not None:
-                loose &= self.targets[x_rows] | ~np.isfinite(out)
+            loose = self._asked(self._loose(dist, out, floor), x_rows, out)
             for idx in zip(*np.nonzero(loose)):
                 x, e = int(x_rows[idx]), int(e_rows[idx])
                 out[idx] = min(out[idx], self._exact(int(fit[idx]), x, e, start_at.get(idx), c_e[idx], c_x[idx]))
