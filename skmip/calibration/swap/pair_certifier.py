@@ -13,7 +13,7 @@ import numpy as np
 
 from skmip.calibration.swap.certify import RELEASE_TOL, FitCertificate, exact_minimiser
 from skmip.calibration.swap.hinge_certify import StrongCertifier
-from skmip.calibration.swap.row_sums import RowSums, fit_row_scalars
+from skmip.calibration.swap.row_sums import RowSums, fit_row_scalars, rows_times
 from skmip.calibration.swap.second_stage import SecondStage
 
 #: A pair whose certificate adds more than this fraction to its estimate is solved exactly.
@@ -89,7 +89,7 @@ class PairCertifier:
 
         e_sel, x_sel = pick(e_rows), pick(x_rows)
         rows = np.unique(np.r_[e_sel, x_sel])
-        self.sums.refine(rows, self.glm.features[rows] @ self.hinv)
+        self.sums.refine(rows, rows_times(self.glm.features[rows], self.hinv))
         again = self.fit.pair_bound(pick(dist), pick(top), {key: pick(v) for key, v in det.items()}, pick(c_e),
                                     pick(c_x), pick(norms_e), pick(norms_x), e_sel, x_sel, self.sums.refined())
         out[idx] = np.minimum(out[idx], again)

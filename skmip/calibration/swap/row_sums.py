@@ -32,6 +32,15 @@ def _column_sums(weights, M, out=None):
     return np.add.reduce(np.multiply(weights[:, None], M, out=out), axis=0)
 
 
+def rows_times(A, B):
+    """``A @ B`` as a matrix-matrix product whatever the count of rows of ``A`` (a single row
+    is doubled: BLAS rounds a matrix-vector product differently), so that a row of the result
+    does not depend on the rows beside it."""
+    if A.shape[0] == 1:
+        return (np.repeat(A, 2, axis=0) @ B)[:1]
+    return A @ B
+
+
 def _products(F, xi):
     """``|F xi'|`` (rows of ``F`` by rows of ``xi``), each column independent of the others:
     a sparse ``F`` sums each entry over its row's non-zeros in order; a dense one is a
