@@ -143,12 +143,58 @@ def test_row_sums_are_the_exact_sums_or_bound_them(split, monkeypatch):
     }
     for name, value in exact.items():
         got = getattr(sums, name)
-        if split:
+        if split and name in ("reach", "quartic"):  # bounded over the rest
             assert np.all(got >= value * (1 - 1e-12)), name
             assert np.any(got > value * 1.01), name  # the bound is not silently exact
-        else:
+        else:  # summed (over the rest as quadratic forms, with their rounding allowance)
+            assert np.all(got >= value * (1 - 1e-12)), name
             np.testing.assert_allclose(got, value, rtol=1e-10, err_msg=name)
     assert sums.top == pytest.approx(unorm.max())
+    if split:  # refined rows: every sum exact
+        rows = np.array([0, 5, 7, 31])
+        sums.refine(rows, F[rows] @ hinv)
+        sums.refine(rows[1:2], F[rows[1:2]] @ hinv)  # a row again: kept
+        refined = sums.refined()
+        for name, value in exact.items():
+            np.testing.assert_allclose(getattr(refined, name)[rows], value[rows], rtol=1e-10, err_msg=name)
+            assert np.isnan(getattr(refined, name)[1]) or name in ("weighted", "squared")
+
+
+@pytest.mark.parametrize("density", [0.0, 1.0])  # the rest's rows dense, or kept sparse (CSR)
+def test_row_sums_rest_bounds_hold_on_one_hot_rows_with_a_unique_category(density, monkeypatch):
+    # One-hot rows with a category only one row holds (curvature leverage near 1): the rest's
+    # quadratic forms, the bound on its largest |h_ij| and on its quartic sum, against the
+    # brute-force sums; refined rows equal them.
+    monkeypatch.setattr(row_sums, "_SUMS_WORK", 0.0)
+    monkeypatch.setattr(row_sums, "_SPARSE_DENSITY", density)
+    rng = np.random.default_rng(5)
+    n = 80
+    cats = rng.integers(0, 4, size=n)
+    cats[:2] = [4, 5]  # two unique categories
+    X = np.c_[np.eye(6)[cats], rng.normal(size=n) * np.where(np.arange(n) == 3, 25.0, 1.0)]  # an outlier
+    y = (X[:, -1] + rng.normal(size=n) > 0).astype(int)
+    y[:2] = 1 - y[:2]
+    H = np.sort(np.r_[0, 1, 3, rng.choice(np.arange(4, n), n // 2 - 3, replace=False)])
+    est = LogisticRegression(C=10.0, solver="newton-cholesky", tol=1e-12).fit(X[H], y[H])
+    polish_to_minimiser(est, X[H], y[H])
+    (block,) = get_smooth_loss(est).blocks(est, X, y, H, None)
+    hinv = np.linalg.inv(block.hessian)
+    F, FH = block.glm.features, block.glm.features[H]
+    curv = block.glm.d2loss(FH @ block.theta, H)
+    lev = ((FH @ hinv) * FH).sum(1)
+    unorm = np.abs(rng.normal(size=H.size)) + 0.1
+    sums = row_sums.RowSums(F, H, curv, lev, unorm, hinv=hinv)
+    assert sums.split and row_sums.sparse.issparse(sums._rest.F) == (density == 1.0)
+    h = FH @ hinv @ F.T
+    l, u = curv[:, None], unorm[:, None]
+    exact = {"reach": np.abs(h).max(0), "quartic": ((l * h**4).sum(0)) ** 0.25,
+             "weighted": np.sqrt((l * u * h**2).sum(0)), "squared": np.sqrt((l * u**2 * h**2).sum(0))}
+    for name, value in exact.items():
+        assert np.all(getattr(sums, name) >= value * (1 - 1e-12)), name
+    rows = np.arange(n)
+    sums.refine(rows, F @ hinv)
+    for name, value in exact.items():
+        np.testing.assert_allclose(getattr(sums.refined(), name), value, rtol=1e-10, err_msg=name)
 
 
 def test_row_sums_filled_as_the_rows_come_equal_the_sums_at_once(monkeypatch):
@@ -203,3 +249,53 @@ def test_second_stage_row_terms_equal_the_row_by_row_formula():
         single = shrink[j] * (sum(curv * root * E * unorm) + v_e[j] * sum(curv * root * E))
         squares = np.sqrt(sum(curv * E**2 * unorm**2)) + v_e[j] * np.sqrt(sum(curv * E**2))
         assert got[j] == pytest.approx(min(single, squares), rel=1e-12)
+
+
+@pytest.mark.parametrize("stages", [1, 3])
+def test_every_stage_bounds_the_exact_distance_on_one_hot_rows_with_split_sums(stages, monkeypatch):
+    # One-hot rows with a unique category and a numeric outlier (curvature leverage near 1),
+    # the row sums split (the rest as quadratic forms, refined rows summed exactly), every
+    # pair against its exact refit.
+    monkeypatch.setattr(row_sums, "_SUMS_WORK", 0.0)
+    monkeypatch.setattr(row_sums, "_SPARSE_DENSITY", 1.0)
+    rng = np.random.default_rng(2)
+    n, k = 40, 20
+    cats = np.r_[3, 3, rng.integers(0, 3, size=n - 2)]  # category 3: rows 0 and 1 only
+    X = np.c_[np.eye(4)[cats], rng.normal(size=n)]
+    X[2, -1] = 8.0  # a numeric outlier
+    y = (X[:, -1] + rng.normal(size=n) > 0).astype(int)
+    y[0] = 1 - y[1]
+    make = lambda: LogisticRegression(C=1.0, solver="newton-cholesky", tol=1e-12)  # noqa: E731
+    H = np.r_[0, 2, np.arange(4, 4 + k - 2)]
+    est = make().fit(X[H], y[H])
+    polish_to_minimiser(est, X[H], y[H])
+    (block,) = get_smooth_loss(est).blocks(est, X, y, H, None)
+    D = block.theta.size
+    L = np.diag(np.linspace(0.5, 2.0, D)) + np.tril(np.full((D, D), 0.1), -1)
+    whitener = _Whitener(L)
+    hinv = np.linalg.inv(block.hessian)
+    cert = PairCertifier(block.glm, block.theta, block.regularizer_gradient, _regulariser_hessian(block, H),
+                         hinv, H, block.gradients[H].sum(0) + block.regularizer_gradient, whitener, block.index,
+                         cache={})
+    assert cert.sums.split
+    if stages == 1:  # the closed form, with its refined rows
+        monkeypatch.setattr(PairCertifier, "tighten", lambda self, dist, bound, *a: bound)
+    factor = _factor(block)
+    targets = np.setdiff1d(np.arange(n), H)
+    pe = _prepare(block, factor, H, whitener, True)
+    px = _prepare(block, factor, targets, whitener, True)
+    c_e, c_x, det = _pair_coefficients(pe, px, block.glm, True, cross=True, details=True)
+    dist = np.sqrt(((c_e[..., None] * pe["U"][:, None] - c_x[..., None] * px["U"][None]) ** 2).sum(-1))
+    norms = lambda p: np.linalg.norm(p["U"], axis=-1)  # noqa: E731
+    bound = cert.bound(dist, norms(pe)[:, None], norms(px)[None, :], c_e, c_x, det, H[:, None], targets[None, :])
+    certified = cert.tighten(dist, bound, targets[None, :], H[:, None], c_e, c_x, det)
+    linv = np.linalg.inv(L)
+    checked = 0
+    for a, e in enumerate(H):
+        for b, x in enumerate(targets):
+            if np.isfinite(certified[a, b]):
+                rows = np.sort(np.r_[H[H != e], x])
+                exact = np.linalg.norm(linv @ (_exact_theta(make, X, y, rows) - block.theta))
+                assert exact <= certified[a, b] + 1e-9, (e, x, exact, certified[a, b], dist[a, b])
+                checked += 1
+    assert checked >= (1 if stages == 1 else k * targets.size)

@@ -162,7 +162,9 @@ def _certifier(block, hinv, fitter, H, whitener, prep=None, certify=True):
     constant but a Lipschitz derivative, the squared hinge). ``prep`` = (H side, target side) of
     :func:`_prepare`: the rows' quantities the engine computed, all summed at once; without
     it the H side's scalars are computed here and the row sums filled as the rows come.
-    ``certify``: ``True`` or a :class:`~.lazy.Tighten` (the targets tightened past stage 1)."""
+    ``certify``: ``True`` or a :class:`~.lazy.Tighten` (the targets tightened past stage 1).
+    ``prep`` = (H side,) gives the H side's scalars and sums its rows; the targets' rows are
+    then filled as they come."""
     P = fitter.regulariser_hessian(block, H)
     if block.glm.gsc is None:  # the squared hinge: strong convexity (hinge_certify.py)
         return make_certifier(block.glm, block.theta, None, P, hinv, np.asarray(H), None, whitener, block.index)
@@ -170,8 +172,7 @@ def _certifier(block, hinv, fitter, H, whitener, prep=None, certify=True):
     if prep is None:
         rows = fit_row_scalars(block.glm, block.theta, H, hinv, lambda V: whitener.apply(V, block.index))
     else:
-        pe, px = prep
-        rows = (pe["h"], _norms(pe), pe["d2"])
+        rows = (prep[0]["h"], _norms(prep[0]), prep[0]["d2"])
     cert = make_certifier(block.glm, block.theta, block.regularizer_gradient, P, hinv, np.asarray(H),
                           residual, whitener, block.index, cache=exact_cache(fitter), rows=rows,
                           targets=tightened(certify))
@@ -199,18 +200,21 @@ def _streamed_pairs(block, factor, fitter, H, targets, pos, whitener, certify, r
     glm, index = block.glm, block.index
     hinv = linalg.cho_solve(factor, np.eye(block.theta.size), check_finite=False)
     chunks = [] if keep and glm.gsc is not None else None
-    cert = _certifier(block, hinv, fitter, H, whitener, certify=certify) if certify or chunks is not None else None
+    # The rows of H once (O(k D) memory, as the fit itself): each e side is a gather of them,
+    # and the certificate's scalars of H are theirs.
+    ph = _glm_prep(glm, H, hinv, whitener, index)
+    cert = (_certifier(block, hinv, fitter, H, whitener, prep=(ph,), certify=certify)
+            if certify or chunks is not None else None)
     T, p = pos.shape
     dist = np.empty((T, p))
     width = max(1, _GATHER_ELEMENTS // (p * glm.features.shape[1]))
     for a in range(0, T, width):
         c = slice(a, a + width)
         px = _glm_prep(glm, targets[c], hinv, whitener, index)
-        pe = _glm_prep(glm, H[pos[c]], hinv, whitener, index)
+        pe = _take(ph, pos[c], _E_KEYS)
         if cert is not None:
             cert.sums.fill(px["rows"], px["xi"], px["h"])
-            cert.sums.fill(pe["rows"], pe["xi"], pe["h"])
-        side = ({key: pe[key] for key in _E_KEYS}, {key: px[key][:, None] for key in _X_KEYS}, glm)
+        side = (pe, {key: px[key][:, None] for key in _X_KEYS}, glm)
         if chunks is not None:
             d, bound, c_e, c_x, _ = _closed_form_matched(cert, side, whitener)
             chunks.append(kept_pairs(cert, d, bound, targets[c], pe["rows"], c_e, c_x))

@@ -13,7 +13,7 @@ import numpy as np
 
 from skmip.calibration.swap.certify import RELEASE_TOL, FitCertificate, exact_minimiser
 from skmip.calibration.swap.hinge_certify import StrongCertifier
-from skmip.calibration.swap.row_sums import RowSums, fit_row_scalars
+from skmip.calibration.swap.row_sums import RowSums, fit_row_scalars, rows_times
 from skmip.calibration.swap.second_stage import SecondStage
 
 #: A pair whose certificate adds more than this fraction to its estimate is solved exactly.
@@ -75,9 +75,32 @@ class PairCertifier:
 
     def bound(self, dist, norms_e, norms_x, c_e, c_x, det, e_rows, x_rows):
         """Closed-form bounds for pairs laid out as ``dist`` (:meth:`FitCertificate.pair_bound`);
-        ``norms_*``: whitened norms of xi_e, xi_x."""
+        ``norms_*``: whitened norms of xi_e, xi_x.
+
+        Where the row sums are split (:attr:`.row_sums.RowSums.split`), a pair the closed form
+        leaves loose is bounded again with the maximum and the quartic sum over the rows of
+        ``H`` summed exactly for its two rows (:meth:`.row_sums.RowSums.refine`, O(k D) a row,
+        no transcendental work), and keeps the smaller bound: both are upper bounds, and the
+        second stage then runs only where this leaves the pair loose."""
         top = np.abs(c_e) * norms_e + np.abs(c_x) * norms_x
-        return self.fit.pair_bound(dist, top, det, c_e, c_x, norms_e, norms_x, e_rows, x_rows, self.sums)
+        out = self.fit.pair_bound(dist, top, det, c_e, c_x, norms_e, norms_x, e_rows, x_rows, self.sums)
+        if not self.sums.split:
+            return out
+        loose = self._loose(dist, out, self._floor(dist)) & self._asked(x_rows, out)
+        if not loose.any():
+            return out
+        idx = np.nonzero(loose)
+
+        def pick(v):
+            return np.broadcast_to(v, loose.shape)[idx]
+
+        e_sel, x_sel = pick(e_rows), pick(x_rows)
+        rows = np.unique(np.r_[e_sel, x_sel])
+        self.sums.refine(rows, rows_times(self.glm.features[rows], self.hinv))
+        again = self.fit.pair_bound(pick(dist), pick(top), {key: pick(v) for key, v in det.items()}, pick(c_e),
+                                    pick(c_x), pick(norms_e), pick(norms_x), e_sel, x_sel, self.sums.refined())
+        out[idx] = np.minimum(out[idx], again)
+        return out
 
     @staticmethod
     def _floor(dist):

@@ -8,7 +8,10 @@ of :math:`H` that :meth:`skmip.calibration.swap.certify.FitCertificate.pair_boun
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
+from scipy import sparse
 
 #: Largest |S| n D spent on the exact part of :class:`RowSums` per fit (all of H where k n D
 #: fits; else the D rows, or more within this budget, that dominate the bounds).
@@ -17,12 +20,79 @@ _SUMS_WORK = 3e7
 #: :func:`_row_images` and :func:`fit_row_scalars`.
 _SUMS_ELEMENTS = 2**19
 _SUMS_CHUNK = 2**14
+#: Rows of H kept sparse (CSR) by :class:`_Rest` at most this share of non-zero entries.
+_SPARSE_DENSITY = 0.3
+#: Unit roundoff of float64.
+_U = 2.0**-53
 
 
 def _column_sums(weights, M, out=None):
     """``weights @ M`` summed row after row (the same rounding for any memory layout);
     ``out``: a buffer shaped as ``M`` for the products."""
     return np.add.reduce(np.multiply(weights[:, None], M, out=out), axis=0)
+
+
+def rows_times(A, B):
+    """``A @ B`` as a matrix-matrix product whatever the count of rows of ``A`` (a single row
+    is doubled: BLAS rounds a matrix-vector product differently), so that a row of the result
+    does not depend on the rows beside it."""
+    if A.shape[0] == 1:
+        return (np.repeat(A, 2, axis=0) @ B)[:1]
+    return A @ B
+
+
+def _products(F, xi):
+    """``|F xi'|`` (rows of ``F`` by rows of ``xi``), each column independent of the others:
+    a sparse ``F`` sums each entry over its row's non-zeros in order; a dense one is a
+    matrix-matrix product whatever the count of rows of ``xi`` (a single row is doubled,
+    since BLAS rounds a matrix-vector product differently)."""
+    if sparse.issparse(F):
+        return np.abs(F @ xi.T)
+    if xi.shape[0] == 1:
+        return np.abs(F @ np.repeat(xi, 2, axis=0).T)[:, :1]
+    return np.abs(F @ xi.T)
+
+
+def _compressed(F):
+    """``F`` as a CSR matrix where at most ``_SPARSE_DENSITY`` of its entries are non-zero
+    (one-hot columns), else ``F``: the products with it then cost O(non-zeros)."""
+    if F.size and np.count_nonzero(F) <= _SPARSE_DENSITY * F.size:
+        return sparse.csr_matrix(F)
+    return F
+
+
+class _Rest:
+    r"""The rows :math:`R = H \setminus S` that :class:`RowSums` does not sum one by one.
+
+    Three of the four sums are quadratic forms in :math:`\xi_j = K^{-1}x_j`:
+    :math:`\sum_{i\in R} w_i h_{ij}^2 = \xi_j^\top G_w \xi_j` with
+    :math:`G_w = \sum_{i\in R} w_i x_i x_i^\top` for :math:`w_i = \ell_i''`,
+    :math:`\ell_i'' u_i` and :math:`\ell_i'' u_i^2`: exact, for :math:`O(D^2)` a row instead
+    of :math:`O(|R| D)`. In floating point each carries
+    :math:`2\gamma\,\|\xi_j\|^2 \|\,|F_R|^\top W |F_R|\,\|_\infty` with
+    :math:`\gamma = 1.01(|R| + 2D + 4)u`, which bounds the rounding of forming :math:`G_w`
+    and of the form (:math:`|v|^\top A |v| \le \lambda_{\max}(A)\|v\|^2 \le \|A\|_\infty \|v\|^2`
+    for symmetric :math:`A \ge 0`).
+    """
+
+    def __init__(self, F, curv, unorm):
+        self.F, self.curv = _compressed(F), curv
+        weights = np.stack([curv, curv * unorm, curv * unorm**2])  # (3, |R|)
+        if sparse.issparse(self.F):
+            self.grams = np.stack([(self.F.T @ self.F.multiply(w[:, None]).tocsr()).toarray() for w in weights])
+        else:
+            self.grams = np.stack([(F.T * w) @ F for w in weights])  # (3, D, D)
+        A = abs(self.F)
+        norm_inf = np.stack([A.T @ (w * np.asarray(A.sum(axis=1)).ravel()) for w in weights])  # (3, D): row sums of |F|' W |F|
+        gamma = 1.01 * (F.shape[0] + 2 * F.shape[1] + 4) * _U
+        self.allow = 2.0 * gamma * norm_inf.max(axis=1)  # (3,)
+        self.curv_min = float(curv.min())
+
+    def forms(self, xi):
+        """Upper bounds ``(3, m)`` on :math:`\\sum_{i\\in R} w_i h_{ij}^2` for the rows ``xi`` (m, D)."""
+        sq = (xi * xi).sum(-1)
+        vals = np.stack([((xi @ G) * xi).sum(-1) for G in self.grams])
+        return np.maximum(vals + self.allow[:, None] * sq, 0.0)
 
 
 class RowSums:
@@ -34,11 +104,16 @@ class RowSums:
     ``reach`` :math:`\ge \max_i |h_{ij}|`, ``quartic`` :math:`\ge (\sum_i \ell_i''
     h_{ij}^4)^{1/4}`, ``weighted`` :math:`\ge (\sum_i \ell_i'' u_i h_{ij}^2)^{1/2}`,
     and ``squared`` :math:`\ge (\sum_i \ell_i'' u_i^2 h_{ij}^2)^{1/2}`; and ``top`` =
-    :math:`\max_i u_i`. The sums are
-    exact over a set :math:`S` of rows of :math:`H` (all of them where the
-    :math:`(|S|, n)` product costs at most ``_SUMS_WORK``, else the rows of largest
-    leverage and of largest :math:`u_i`); the rest is bounded by Cauchy-Schwarz with
-    :math:`\sum_i \ell_i'' h_{ij}^2 \le h_{jj}` and :math:`h_{ij}^2 \le \lambda_i h_{jj}`.
+    :math:`\max_i u_i`. The sums are exact over a set :math:`S` of rows of :math:`H` (all
+    of them where the :math:`(|S|, n)` product costs at most ``_SUMS_WORK``, else the rows
+    of largest leverage and of largest :math:`u_i`). Over the rest :math:`R` (``split``),
+    ``weighted`` and ``squared`` are quadratic forms (:class:`_Rest`), exact but for a
+    rounding allowance; with :math:`g_j \ge \sum_{i\in R}\ell_i'' h_{ij}^2`,
+    :math:`\max_{i\in R}|h_{ij}| \le \min(\sqrt{\lambda_R h_{jj}}, \sqrt{g_j/\min_R \ell_i''})`
+    (Cauchy-Schwarz, and :math:`\ell_i'' h_{ij}^2 \le g_j`) and
+    :math:`\sum_{i\in R}\ell_i'' h_{ij}^4 \le \max_{i\in R} h_{ij}^2\, g_j`.
+    :meth:`refine` sums ``reach`` and ``quartic`` over :math:`R` exactly for rows that need
+    it (:meth:`refined`).
 
     ``curv``, ``lev`` and ``unorm`` are :math:`\ell_i''`, :math:`\lambda_i` and :math:`u_i`
     for the rows of ``H`` (in its order). With ``hinv`` every row of ``features`` is summed
@@ -59,9 +134,12 @@ class RowSums:
             S = np.union1d(_largest(lev, (m + 1) // 2), _largest(unorm, m // 2))
         rest = np.ones(k, dtype=bool)
         rest[S] = False
-        self._split = bool(rest.any())
-        if self._split:
-            self._lam_c, self._u_c = float(lev[rest].max()), float(unorm[rest].max())
+        self.split = bool(rest.any())
+        if self.split:
+            self._lam_c = float(lev[rest].max())
+            self._rest = _Rest(features[H[rest]], curv[rest], unorm[rest])
+            # The part over S of reach and of quartic^4, and the exact sums of refine().
+            self._reach_S, self._quartic_S, self._reach_x, self._quartic_x = (np.full(n, np.nan) for _ in range(4))
         self._l, self._u, self._xS = curv[S], unorm[S], features[H[S]]
         self.reach, self.quartic, self.weighted, self.squared = (np.full(n, np.nan) for _ in range(4))
         if hinv is not None:
@@ -91,18 +169,44 @@ class RowSums:
             weighted = _column_sums(l * u, h2, buf)  # squared for now
             squared = _column_sums(l * u * u, h2, buf)  # squared for now
             quartic = _column_sums(l, np.multiply(h2, h2, out=h2), buf)  # to the 4th power for now
-            if self._split:
-                hjj = np.maximum(h[c], 0.0)
-                lam_c, u_c = self._lam_c, self._u_c
-                reach = np.maximum(reach, np.sqrt(lam_c * hjj))
-                quartic = quartic + lam_c * hjj**2
-                weighted = weighted + u_c * hjj
-                squared = squared + u_c**2 * hjj
             r = rows[c]
+            if self.split:
+                self._reach_S[r], self._quartic_S[r] = reach, quartic
+                g, g_u, g_uu = self._rest.forms(xi[c])
+                reach_R = np.sqrt(self._lam_c * np.maximum(h[c], 0.0))
+                if self._rest.curv_min > 0:
+                    reach_R = np.minimum(reach_R, np.sqrt(g / self._rest.curv_min))
+                reach = np.maximum(reach, reach_R)
+                quartic = quartic + reach_R**2 * g
+                weighted = weighted + g_u
+                squared = squared + g_uu
             self.reach[r] = reach
             self.quartic[r] = quartic**0.25
             self.weighted[r] = np.sqrt(weighted)
             self.squared[r] = np.sqrt(squared)
+
+    def refine(self, rows, xi):
+        r"""Sum ``reach`` and ``quartic`` over every row of :math:`H` for the rows ``rows``
+        (1-D, filled already; ``xi`` their :math:`K^{-1}x_j`) not refined yet: :math:`O(|R| D)`
+        a row (:meth:`refined`). Only where :attr:`split`."""
+        todo = np.isnan(self._reach_x[rows])
+        rows, xi = rows[todo], xi[todo]
+        F, curv = self._rest.F, self._rest.curv
+        width = max(1, _SUMS_ELEMENTS // max(curv.size, 1))
+        for a in range(0, rows.size, width):
+            c = slice(a, a + width)
+            r = rows[c]
+            h = _products(F, xi[c])  # (|R|, chunk): |h_ij|, i in R
+            self._reach_x[r] = np.maximum(self._reach_S[r], h.max(axis=0))
+            h *= h
+            quartic = _column_sums(curv, np.multiply(h, h, out=h))
+            self._quartic_x[r] = (self._quartic_S[r] + quartic) ** 0.25
+
+    def refined(self):
+        """The sums with ``reach`` and ``quartic`` summed over every row of :math:`H`
+        (exact where :meth:`refine` reached the row, NaN elsewhere)."""
+        return SimpleNamespace(reach=self._reach_x, quartic=self._quartic_x, weighted=self.weighted,
+                               squared=self.squared, top=self.top)
 
 
 def fit_row_scalars(glm, theta0, H, hinv, whiten):
