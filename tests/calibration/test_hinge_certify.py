@@ -9,7 +9,7 @@ from sklearn.svm import LinearSVC
 
 from skmip.calibration.swap import get_smooth_loss, polish_to_minimiser
 from skmip.calibration.swap.certify import RELEASE_TOL
-from skmip.calibration.swap.hinge_certify import StrongCertifier
+from skmip.calibration.swap.hinge_certify import strong_certifier
 from skmip.calibration.swap.influence import _prepare
 from skmip.calibration.swap.newton import _pair_coefficients
 from skmip.calibration.swap.polish import _factor, _regulariser_hessian
@@ -48,8 +48,8 @@ def test_every_certified_distance_bounds_the_exact_refit(name, C):
     whitener = _Whitener(L)
     factor = _factor(block)
     hinv = np.linalg.inv(block.hessian)
-    cert = StrongCertifier(block.glm, block.theta, _regulariser_hessian(block, H), hinv, H,
-                           lambda V: whitener.apply(V, block.index))
+    cert = strong_certifier([(block.glm, block.theta, _regulariser_hessian(block, H), hinv, H, block.index)],
+                            whitener)
     pe, px = _prepare(block, factor, H, whitener, True), _prepare(block, factor, targets, whitener, True)
     c_e, c_x, det = _pair_coefficients(pe, px, block.glm, True, cross=True, details=True)
     dist = np.sqrt(((c_e[..., None] * pe["U"][:, None] - c_x[..., None] * px["U"][None]) ** 2).sum(-1))
