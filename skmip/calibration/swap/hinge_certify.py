@@ -43,6 +43,13 @@ _ROW_ELEMENTS = 2**21
 #: median estimate) is solved exactly.
 _FALLBACK_RTOL = 0.1
 _U = 2.0**-53
+#: Chord steps (:meth:`StrongBlock.chord`) for a pair whose bound at the estimate is loose.
+_CHORD_STEPS = 4
+#: A block of a loose pair is solved exactly unless its own term at the last point is at most this
+#: fraction of the pair's estimate (plus the fit's floor), rounding: the bound then exceeds the
+#: exact distance by at most ``2 sqrt(K)`` times it besides the fit's own error and the releases'
+#: allowance (steering only; the bound is the formula at the point reached).
+_EXACT_SHARE = 1e-7
 #: Relative allowance for the few roundings of a bound's final sums and products (each a
 #: handful of operations on non-negative numbers: at most 8u relative).
 _SUM_RTOL = 1e-12
@@ -108,9 +115,9 @@ class StrongBlock:
         sq = np.maximum(sq, 0.0) + self.gamma * np.einsum("pi,ij,pj->p", np.abs(g), np.abs(self.pinv), np.abs(g))
         return np.sqrt(sq) + self.root_pinv * slack
 
-    def gradient_norm(self, e, x, Delta):
-        r""":math:`\|\nabla(F_H - \ell_e + \ell_x)(\theta_0 + \Delta)\|_{P^{-1}}` of each pair,
-        rounded up: the gradient over the rows and its rounding allowance."""
+    def gradient(self, e, x, Delta):
+        r"""``(g, norm)``: :math:`\nabla(F_H - \ell_e + \ell_x)(\theta_0 + \Delta)` of each pair over
+        the rows, and its :math:`P^{-1}`-norm rounded up (with its rounding allowance)."""
         glm, F = self.glm, self.F
         m = Delta.shape[0]
         moved = glm.dloss(self.m0[:, None] + F @ Delta.T, self.H[:, None])  # (k, m)
@@ -124,7 +131,26 @@ class StrongBlock:
         nx = np.linalg.norm(fx, axis=-1)
         step_norm = np.linalg.norm(Delta, axis=-1)
         sum_x = nx * np.abs(gx) + 2.0 * (self.theta_norm + step_norm) * nx**2 * glm.lipschitz[x] + 8.0 * nx * glm.lipschitz[x]
-        return self._p_norm_of(g, self._slack(sum_moved, sum_x, step_norm))
+        return g, self._p_norm_of(g, self._slack(sum_moved, sum_x, step_norm))
+
+    def chord(self, e, x, Delta, g):
+        r"""The step :math:`M^{-1}g`, :math:`M = K - \ell_e''x_ex_e^\top + \ell_x''x_xx_x^\top` (the
+        fit's Hessian with e's curvature at the fit removed and the target's at the current point
+        added, by Sherman-Morrison). It only steers: rows that crossed their kinks are what
+        it misses, and the bound is certified at every point."""
+        glm, hinv = self.glm, self.hinv
+        fe, fx = glm.features[e], glm.features[x]
+        ke = glm.d2loss(glm.margins[e], e)
+        xe = fe @ hinv
+        den = 1.0 - ke * (fe * xe).sum(-1)
+        ce = np.where(den > 0.05, ke / np.where(den > 0.05, den, 1.0), 0.0)  # A = K - l_e'' x_e x_e'
+
+        def a_inv(v):
+            return v @ hinv + (ce * (xe * v).sum(-1))[:, None] * xe
+
+        step, ax = a_inv(g), a_inv(fx)
+        kx = glm.d2loss((fx * (self.theta0 + Delta)).sum(-1), x)
+        return step - (kx * (fx * step).sum(-1) / (1.0 + kx * (fx * ax).sum(-1)))[:, None] * ax
 
     def solve(self, e, x, start):
         """Generalised Newton (damped) on the objective of :math:`H - e + x` from ``start``:
@@ -207,54 +233,95 @@ class StrongCertifier:
         return np.linalg.norm(sum(images), axis=-1)
 
     def bound(self, dist, norms_e, norms_x, c_e, c_x, det, e_rows, x_rows):
-        """Certified bounds for pairs laid out as ``dist`` (block :math:`c`'s estimate
-        :math:`\\Delta_c = K_c^{-1}(c_{e,c}x_e - c_{x,c}x_x)`): the gradients at the estimate
-        over the rows, and strong convexity."""
+        r"""Certified bounds for pairs laid out as ``dist`` (block :math:`c`'s estimate
+        :math:`\Delta_c = K_c^{-1}(c_{e,c}x_e - c_{x,c}x_x)`): the gradients over the rows at the
+        estimate and, for pairs more than 10% (+ the floor) above their estimate, at up to
+        :data:`_CHORD_STEPS` chord points (:meth:`StrongBlock.chord`), and strong convexity; the
+        smallest. The last points are kept for :meth:`tighten`."""
         shape = np.shape(dist)
         c_e, c_x = (v if isinstance(v, (list, tuple)) else [v] for v in (c_e, c_x))
         e, x = (np.broadcast_to(v, shape).ravel() for v in (e_rows, x_rows))
         ce, cx = ([np.broadcast_to(v, shape).ravel() for v in c] for c in (c_e, c_x))
+        dist = np.broadcast_to(dist, shape).ravel()
         if self.floor is None:
-            finite = np.asarray(dist)[np.isfinite(dist)]
+            finite = dist[np.isfinite(dist)]
             self.floor = 0.01 * float(np.median(finite)) if finite.size else 0.0
         out = np.empty(e.size)
+        # Each pair's last point and its blocks' gradient norms there, for tighten.
+        self._last = (shape, [np.empty((e.size, b.theta0.size)) for b in self.blocks],
+                      np.empty((len(self.blocks), e.size)))
         width = max(1, _ROW_ELEMENTS // max(self.k, 1))
         for a in range(0, e.size, width):
             j = slice(a, a + width)
             with np.errstate(invalid="ignore", over="ignore"):
                 deltas = [b.step(e[j], x[j], ce_b[j], cx_b[j]) for b, ce_b, cx_b in zip(self.blocks, ce, cx)]
-            out[j] = self._certify(e[j], x[j], deltas)
+            out[j] = self._chord_points(e[j], x[j], deltas, dist[j], [D[j] for D in self._last[1]],
+                                        self._last[2][:, j])
         return out.reshape(shape)
 
-    def _certify(self, e, x, deltas):
-        r""":math:`\|W\Delta\| + \sqrt\nu\,\|\nabla F_{\rm in}\|_{P^{-1}}` + the fit's own error +
-        the releases' allowance, for the point :math:`\theta_0 + \Delta` (any point bounds the
-        distance: a non-finite estimate is replaced by the fit itself)."""
+    def _loose(self, bound, dist):
+        return ~(bound <= dist * (1.0 + _FALLBACK_RTOL) + self.floor + 1e-12)
+
+    def _chord_points(self, e, x, deltas, dist, last, norms):
+        """The smallest bound over the estimate and the chord points of the pairs still loose;
+        the last points into ``last`` and their gradient norms into ``norms``."""
+        best, grads = self._certify(e, x, deltas, norms)
+        for D, L in zip(deltas, last):
+            L[...] = D
+        live = self._loose(best, dist)
+        for _ in range(_CHORD_STEPS):
+            idx = np.flatnonzero(live)
+            if not idx.size:
+                break
+            with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+                moved = [L[idx] - b.chord(e[idx], x[idx], L[idx], g[idx]) for b, L, g in zip(self.blocks, last, grads)]
+            sub = np.empty((len(self.blocks), idx.size))
+            bound, g_new = self._certify(e[idx], x[idx], moved, sub)
+            better = bound < best[idx]
+            best[idx] = np.minimum(best[idx], bound)
+            for L, D, g, gn in zip(last, moved, grads, g_new):
+                L[idx[better]], g[idx[better]] = D[better], gn[better]
+            norms[:, idx[better]] = sub[:, better]
+            live[idx] = better & self._loose(bound, dist[idx])
+        return best
+
+    def _certify(self, e, x, deltas, gnorms=None):
+        r"""``(bound, gradients)``: :math:`\|W\Delta\| + \sqrt\nu\,\|\nabla F_{\rm in}\|_{P^{-1}}` +
+        the fit's own error + the releases' allowance, for the point :math:`\theta_0 + \Delta` (any
+        point bounds the distance: a non-finite one is replaced by the fit itself), and each
+        block's gradient there; the blocks' gradient norms into ``gnorms`` (K, pairs) where given."""
         with np.errstate(invalid="ignore", over="ignore"):
             finite = np.logical_and.reduce([np.isfinite(D).all(axis=-1) for D in deltas])
             deltas = [np.where(finite[:, None], D, 0.0) for D in deltas]
-            gnorm = _hypot([b.gradient_norm(e, x, D) for b, D in zip(self.blocks, deltas)])
-            bound = (self._norm(deltas) + np.sqrt(self.nu) * gnorm + self.out_error + 2 * RELEASE_TOL) * (1.0 + _SUM_RTOL)
-        return np.where(np.isfinite(bound), bound, np.inf)
+            grads, parts = zip(*(b.gradient(e, x, D) for b, D in zip(self.blocks, deltas)))
+            if gnorms is not None:
+                gnorms[...] = parts
+            bound = (self._norm(deltas) + np.sqrt(self.nu) * _hypot(list(parts)) + self.out_error
+                     + 2 * RELEASE_TOL) * (1.0 + _SUM_RTOL)
+        return np.where(np.isfinite(bound), bound, np.inf), list(grads)
 
     def tighten(self, dist, certified, x_rows, e_rows, c_e, c_x, det):
-        """Exact solves for the pairs whose bound exceeds the estimate by more than 10%."""
-        loose = ~(certified <= dist * (1.0 + _FALLBACK_RTOL) + self.floor + 1e-12)
+        """Exact solves for the pairs whose bound exceeds the estimate by more than 10% (+ the
+        floor), from the last point :meth:`bound` reached; a block whose own term there is
+        rounding keeps it (steering: the bound is :meth:`_certify` at the point reached)."""
+        loose = self._loose(certified, dist)
         if not loose.any():
             return certified
         out = certified.copy()
         shape = np.shape(dist)
-        c_e, c_x = (v if isinstance(v, (list, tuple)) else [v] for v in (c_e, c_x))
         x_rows, e_rows = (np.broadcast_to(v, shape) for v in (x_rows, e_rows))
-        c_e, c_x = ([np.broadcast_to(v, shape) for v in c] for c in (c_e, c_x))
+        last_shape, last, norms = self._last
+        if last_shape != shape:
+            raise RuntimeError("StrongCertifier.tighten follows bound on the same pairs.")
         for idx in zip(*np.nonzero(loose)):
             e, x = int(e_rows[idx]), int(x_rows[idx])
             if (e, x) not in self.cache:
-                with np.errstate(invalid="ignore", over="ignore"):
-                    starts = [b.step(np.array([e]), np.array([x]), ce_b[idx][None], cx_b[idx][None])[0]
-                              for b, ce_b, cx_b in zip(self.blocks, c_e, c_x)]
-                deltas = [b.solve(e, x, b.theta0 + s)[None] for b, s in zip(self.blocks, starts)]
-                self.cache[(e, x)] = float(self._certify(np.array([e]), np.array([x]), deltas)[0])
+                flat = np.ravel_multi_index(idx, shape)
+                settled = _EXACT_SHARE * (float(dist[idx]) + self.floor)
+                deltas = [L[flat][None] if np.sqrt(self.nu) * norms[c, flat] <= settled
+                          else b.solve(e, x, b.theta0 + L[flat])[None]
+                          for c, (b, L) in enumerate(zip(self.blocks, last))]
+                self.cache[(e, x)] = float(self._certify(np.array([e]), np.array([x]), deltas)[0][0])
             out[idx] = min(out[idx], self.cache[(e, x)])
         return out
 
