@@ -105,9 +105,10 @@ def test_uncertified_distances_warn_that_no_eta_is_promised(iris):
     from sklearn.linear_model import Ridge
 
     from skmip import PrivacyWarning
+    from skmip.calibration.routes import CouplingRoute
 
     X, y = iris
     Y = np.c_[X[:, 0] + 0.1 * y, y]
     with pytest.warns(PrivacyWarning, match="estimates, not proven upper bounds"):
-        w = MIPNoiseWrapper(Ridge(), eta=0.3, method="coupling", n_rounds=30, random_state=0).fit(X[:, 1:], Y)
+        w = MIPNoiseWrapper(Ridge(), eta=0.3, method=CouplingRoute(n_rounds=30), random_state=0).fit(X[:, 1:], Y)
     assert not w.coupling_certified_ and w.mip_bound_ is None and w.coupling_eta_upper_ is None
