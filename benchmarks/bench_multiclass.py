@@ -1,16 +1,18 @@
-"""Certified coupling calibration of multinomial LogisticRegression, next to the noisy-gradient route.
+"""Certified coupling calibration of multiclass LogisticRegression and LinearSVC, next to the noisy-gradient route.
 
 Run:  OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_multiclass.py
-      [--datasets iris digits] [--eta 0.2] [--rounds iris=400 digits=100] [--seed 0] [--n-jobs 1]
+      [--datasets iris digits] [--learners logistic svc] [--eta 0.2] [--rounds iris=400 digits=100]
+      [--seed 0] [--n-jobs 1]
 
 For each dataset (``load_iris``, ``load_digits``) the rows are split 75/25 (stratified, seed 0);
-the learner is ``make_pipeline(StandardScaler(), LogisticRegression(C=0.1))``. One run prints,
-in CPU seconds (``time.process_time``, BLAS one thread) and test accuracy:
+the learner is ``make_pipeline(StandardScaler(), L)`` with ``L`` = ``LogisticRegression(C=0.1)``
+(``logistic``: multinomial) or ``LinearSVC(C=0.1)`` (``svc``: one against the rest). One run
+prints, in CPU seconds (``time.process_time``, BLAS one thread) and test accuracy:
 
 * the plain pipeline fitted on the training split,
 * ``MIPNoiseWrapper(method=CouplingRoute(n_rounds=R))`` at ``--eta``: its ``mip_bound_`` and
-  ``coupling_certified_`` (the multinomial distances certified, docs/coupling.md,
-  "Certified distances", *Several margins per row*),
+  ``coupling_certified_`` (the distances certified, docs/coupling.md, "Certified distances",
+  *Several margins per row* and *The squared hinge*),
 * ``MIPNoiseWrapper(method="noisy_gradient")`` at the same eta (the equal promise).
 
 Results are recorded in docs/coupling.md.
@@ -28,11 +30,13 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
+from sklearn.svm import LinearSVC
 
 from skmip import MIPNoiseWrapper
 from skmip.calibration.routes import CouplingRoute
 
 LOADERS = {"iris": load_iris, "digits": load_digits}
+LEARNERS = {"logistic": lambda: LogisticRegression(C=0.1), "svc": lambda: LinearSVC(C=0.1)}
 
 
 def _timed(model, X, y):
@@ -43,12 +47,12 @@ def _timed(model, X, y):
     return model, time.process_time() - t, [str(w.message)[:80] for w in caught]
 
 
-def run(name, eta, rounds, seed, n_jobs=1):
+def run(name, eta, rounds, seed, n_jobs=1, learner_name="logistic"):
     X, y = LOADERS[name](return_X_y=True)
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0, stratify=y)
-    learner = make_pipeline(StandardScaler(), LogisticRegression(C=0.1))
+    learner = make_pipeline(StandardScaler(), LEARNERS[learner_name]())
     plain, t_plain, _ = _timed(learner, Xtr, ytr)
-    print(f"{name}: n={len(Xtr)}, plain accuracy {plain.score(Xte, yte):.3f}, {t_plain:.3f} s CPU", flush=True)
+    print(f"{name}, {type(learner[-1]).__name__}: n={len(Xtr)}, plain accuracy {plain.score(Xte, yte):.3f}, {t_plain:.3f} s CPU", flush=True)
     coupling, t_c, warned = _timed(MIPNoiseWrapper(learner, eta=eta, method=CouplingRoute(n_rounds=rounds),
                                                    random_state=seed, n_jobs=n_jobs), Xtr, ytr)
     print(f"  coupling ({rounds} rounds): accuracy {coupling.score(Xte, yte):.3f}, {t_c:.1f} s CPU "
@@ -65,6 +69,7 @@ def run(name, eta, rounds, seed, n_jobs=1):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", default=list(LOADERS), choices=list(LOADERS))
+    parser.add_argument("--learners", nargs="+", default=["logistic"], choices=list(LEARNERS))
     parser.add_argument("--eta", type=float, default=0.2)
     parser.add_argument("--rounds", nargs="+", default=["iris=400", "digits=100"],
                         help="n_rounds per dataset, as name=R")
@@ -75,7 +80,8 @@ def main(argv=None):
     rounds = {k: int(v) for k, v in (r.split("=") for r in args.rounds)}
     np.random.seed(args.seed)
     for name in args.datasets:
-        run(name, args.eta, rounds.get(name, 400), args.seed, args.n_jobs)
+        for learner in args.learners:
+            run(name, args.eta, rounds.get(name, 400), args.seed, args.n_jobs, learner)
 
 
 if __name__ == "__main__":

@@ -158,9 +158,9 @@ class MIPNoiseWrapper(MovedKnobsMixin, RenamedParametersMixin, MIPPromiseMixin, 
         (the ``"newton"`` engine's certificate for the generalised-linear losses that declare a
         self-concordance constant: logistic, least squares, Poisson/Gamma/Tweedie; and for
         multinomial logistic regression, whose softmax loss has a range self-concordance
-        constant, and binary ``LinearSVC``, whose objective is strongly convex;
-        docs/coupling.md, "Certified distances"). False for ``LinearSVC`` one against the rest
-        (one block per class): the eta is then an estimate, and none is promised.
+        constant, and ``LinearSVC``, binary or one against the rest, whose objective is strongly
+        convex; docs/coupling.md, "Certified distances"). False for multi-output ``Ridge`` (one
+        block per output): the eta is then an estimate, and none is promised.
     coupling_eta_point_ : float
         Coupling calibration: the point estimate of the MIP level at ``noise_scale_``.
         ``method_ == "synthetic"``: the synthesizer's exact coupling bound at its noise.

@@ -251,6 +251,8 @@ CI_CASES = [
               (("power", 1.5), ("link", "log"), ("alpha", 1.0)), 18),
     AuditCase("TweedieRegressor(power=0)", "near_duplicates", 9, 0.05, 0.5, (("alpha", 1.0),), 19),
     AuditCase("LinearSVC", "outlier_duplicate", 12, 0.1, 0.75, (("C", 1.0),), 20),
+    # One against the rest (one block per class; the worst case of its search, docs/exact_audits.md).
+    AuditCase("LinearSVC (3 classes)", "near_duplicates", 9, 0.2, 0.75, (("C", 1.0),), 5880884),
     AuditCase("MIPNoiseWrapperCV(Ridge)", "outlier_wrong_label", 12, 0.1, 0.5, (("alpha", 1.0),), 21),
     # Pipelines: transformers fitted on all of D, the last step calibrated on their output.
     AuditCase("Pipeline(StandardScaler, LogisticRegression)", "outlier_wrong_label", 12, 0.1, 0.5, (("C", 1.0),), 24),

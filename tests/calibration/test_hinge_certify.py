@@ -1,5 +1,6 @@
 """Certified distances of the squared hinge (skmip.calibration.swap.hinge_certify): every pair's
-bound is at least the exact refit's distance, on small worst-case binary data."""
+bound is at least the exact refit's distance, on small worst-case data, binary and one against the
+rest (one block per class, 3 and 4 classes, the certificate over the stack)."""
 
 import warnings
 
@@ -9,10 +10,11 @@ from sklearn.svm import LinearSVC
 
 from skmip.calibration.swap import get_smooth_loss, polish_to_minimiser
 from skmip.calibration.swap.certify import RELEASE_TOL
-from skmip.calibration.swap.hinge_certify import StrongCertifier
-from skmip.calibration.swap.influence import _prepare
+from skmip.calibration.swap.release import check_release, release_error
+from skmip.calibration.swap.hinge_certify import strong_certifier
+from skmip.calibration.swap.influence import _assemble_sq, _certified_pairs, _prepare, _strong_stack, certifiable
 from skmip.calibration.swap.newton import _pair_coefficients
-from skmip.calibration.swap.polish import _factor, _regulariser_hessian
+from skmip.calibration.swap.polish import SolverFits, _factor, _regulariser_hessian
 from skmip.calibration.swap.whitening import _Whitener
 
 
@@ -26,6 +28,26 @@ def _data(name, seed=0, n=16):
         X[2], y[2] = X[0], y[0]
     else:  # separable: every margin beyond its kink but a few
         X[y == 1] += 4.0
+    return X, y
+
+
+def _ovr_data(name, K, seed=0, n=20):
+    """Rows of K classes in 2 dimensions, H = the first 12 (every class at least twice)."""
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % K
+    centres = 2.5 * np.c_[np.cos(2 * np.pi * np.arange(K) / K), np.sin(2 * np.pi * np.arange(K) / K)]
+    X = rng.normal(size=(n, 2)) + centres[y]
+    if name == "outliers":  # a far outlier with the wrong label, and its duplicate
+        X[0], y[0] = [7.0, -6.0], 1
+        X[K + 1], y[K + 1] = X[0], y[0]
+    elif name == "separable":  # classes far apart: most margins beyond their kinks
+        X = 0.3 * rng.normal(size=(n, 2)) + 3.0 * centres[y]
+    else:  # a rare class: two rows in H (one far away), one outside
+        y = np.where(y == K - 1, 0, y)
+        rare = [3, 7, 14]
+        y[rare] = K - 1
+        X[rare] = centres[K - 1] + rng.normal(size=(3, 2))
+        X[7] = [9.0, 9.0]
     return X, y
 
 
@@ -48,36 +70,100 @@ def test_every_certified_distance_bounds_the_exact_refit(name, C):
     whitener = _Whitener(L)
     factor = _factor(block)
     hinv = np.linalg.inv(block.hessian)
-    cert = StrongCertifier(block.glm, block.theta, _regulariser_hessian(block, H), hinv, H,
-                           lambda V: whitener.apply(V, block.index))
+    cert = strong_certifier([(block.glm, block.theta, _regulariser_hessian(block, H), hinv, H, block.index)],
+                            whitener)
     pe, px = _prepare(block, factor, H, whitener, True), _prepare(block, factor, targets, whitener, True)
     c_e, c_x, det = _pair_coefficients(pe, px, block.glm, True, cross=True, details=True)
     dist = np.sqrt(((c_e[..., None] * pe["U"][:, None] - c_x[..., None] * px["U"][None]) ** 2).sum(-1))
     bound = cert.bound(dist, None, None, c_e, c_x, det, H[:, None], targets[None, :])
     certified = cert.tighten(dist, bound, targets[None, :], H[:, None], c_e, c_x, det)
-    linv = np.linalg.inv(L)
-    floor, slack = 0.01 * np.median(dist), 2 * RELEASE_TOL + 1e-6
+    _check_against_refits(C, X, y, H, targets, block.theta, np.linalg.inv(L), certified, dist)
+
+
+def _vector(est):
+    return np.r_[est.coef_.ravel(), est.intercept_]
+
+
+def _check_against_refits(C, X, y, H, targets, theta0, linv, certified, estimates):
+    """Every pair (e in H, target x): the exact refit's whitened distance is at most the certified
+    one, which is within 10% (+1% of the median) of the estimate, or at the exact solve."""
+    floor, slack = 0.01 * np.median(estimates), 2 * RELEASE_TOL + 1e-6
     for a, e in enumerate(H):
         for b, x in enumerate(targets):
             rows = np.sort(np.r_[H[H != e], x])
-            other = _fit(C, X, y, rows)
-            exact = np.linalg.norm(linv @ (np.r_[other.coef_.ravel(), other.intercept_] - block.theta))
-            assert exact <= certified[a, b], (e, x, exact, certified[a, b], dist[a, b])
-            # Tight: within 10% (+1% of the median) of the estimate, or at the exact solve.
-            assert certified[a, b] <= max(1.1 * dist[a, b] + floor, exact + slack) + 1e-9
+            exact = np.linalg.norm(linv @ (_vector(_fit(C, X, y, rows)) - theta0))
+            assert exact <= certified[a, b], (e, x, exact, certified[a, b], estimates[a, b])
+            assert certified[a, b] <= max(1.1 * estimates[a, b] + floor, exact + slack) + 1e-9
 
 
-def test_the_wrapper_promises_eta_for_binary_linear_svc():
-    from sklearn.datasets import load_breast_cancer
+@pytest.mark.parametrize("name, K, C", [
+    ("outliers", 3, 1.0), ("outliers", 3, 10.0), ("outliers", 4, 1.0), ("separable", 3, 1.0),
+    ("separable", 4, 10.0), ("rare", 3, 1.0), ("rare", 4, 10.0),
+])
+@pytest.mark.parametrize("shape", ["full", "diagonal"])
+def test_one_against_the_rest_every_certified_distance_bounds_the_exact_refit(name, K, C, shape):
+    X, y = _ovr_data(name, K)
+    n, H = len(X), np.arange(12)
+    targets = np.setdiff1d(np.arange(n), H)
+    est = _fit(C, X, y, H)
+    blocks = get_smooth_loss(est).blocks(est, X, y, H, None)
+    D = 3 * K
+    rng = np.random.default_rng(1)
+    if shape == "full":  # a noise shape that couples the classes' blocks
+        scale = np.diag(rng.uniform(0.3, 2.0, D)) + np.tril(rng.uniform(-0.2, 0.2, (D, D)), -1)
+        linv = np.linalg.inv(scale)
+    else:
+        scale = rng.uniform(0.3, 2.0, D)
+        linv = np.diag(1.0 / scale)
+    whitener = _Whitener(scale)
+    assert len(blocks) == K and certifiable(blocks, True, whitener)
+    factors = [_factor(b) for b in blocks]
+    cert = _strong_stack(blocks, factors, SolverFits(None, None, None, None, None), H, whitener)
+    sides = [(_prepare(b, f, H, whitener, True), _prepare(b, f, targets, whitener, True), b.glm)
+             for b, f in zip(blocks, factors)]
+    certified = _certified_pairs(cert, sides, whitener, True)
+    # The engine's estimates, to check that the certificate is tight.
+    terms = [(pe, px) + _pair_coefficients(pe, px, glm, True, cross=True) for pe, px, glm in sides]
+    estimates = np.sqrt(_assemble_sq(terms, True, whitener.diagonal))
+    _check_against_refits(C, X, y, H, targets, _vector(est), linv, certified, estimates)
+
+
+def test_the_release_check_certifies_the_stacked_release():
+    from sklearn.datasets import load_iris
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_iris(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the rough fit does not converge
+        rough = LinearSVC(C=1.0, tol=1e-1, max_iter=3).fit(X, y)
+    scale = np.full(15, 1e-3)
+    with pytest.raises(ValueError, match="certified only to"):
+        check_release(rough, X, y, None, scale)
+    polish_to_minimiser(rough, X, y)
+    check_release(rough, X, y, None, scale)  # the polished release passes
+    blocks = get_smooth_loss(rough).blocks(rough, X, y, np.arange(len(X)), None)
+    one = [release_error([b], np.arange(len(X)), scale) for b in blocks]
+    # Diagonal shape, blocks apart: the stack's error is the root of the sum of the blocks' squares.
+    np.testing.assert_allclose(release_error(blocks, np.arange(len(X)), scale), np.sqrt(np.sum(np.square(one))),
+                               rtol=1e-9)
+
+
+@pytest.mark.parametrize("dataset, shape", [("breast_cancer", (1, 30)), ("iris", (3, 4))])
+def test_the_wrapper_promises_eta_for_linear_svc(dataset, shape):
+    from sklearn import datasets
     from sklearn.preprocessing import StandardScaler
 
     from skmip import MIPNoiseWrapper
     from skmip.calibration.routes import CouplingRoute
 
-    X, y = load_breast_cancer(return_X_y=True)
+    X, y = getattr(datasets, f"load_{dataset}")(return_X_y=True)
     X = StandardScaler().fit_transform(X)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         w = MIPNoiseWrapper(LinearSVC(C=0.1), eta=0.2, method=CouplingRoute(n_rounds=60), random_state=0).fit(X, y)
     assert not [c for c in caught if "estimates, not proven" in str(c.message)]
     assert w.coupling_certified_ and w.mip_bound_ == 0.2 and w.coupling_eta_upper_ <= 0.2
+    released = w.estimator_  # the user's LinearSVC, one row of coef_ per problem
+    assert isinstance(released, LinearSVC) and released.coef_.shape == shape and released.intercept_.shape == shape[:1]
+    np.testing.assert_array_equal(released.classes_, np.unique(y))

@@ -56,13 +56,15 @@ def _shape(n=2_000, d=10, classes=(0, 1), eta=0.1, k=None):
     return DataShape(n, d, n // 2 if k is None else k, None if classes is None else np.asarray(classes), eta)
 
 
-def test_coupling_certifies_the_glms_multinomial_and_the_binary_squared_hinge_not_multiclass_svc():
+def test_coupling_certifies_the_glms_multinomial_and_the_squared_hinge_binary_and_one_against_the_rest():
     assert coupling_certifies(LogisticRegression(), 5, [0, 1])
     assert coupling_certifies(Ridge(), 5) and coupling_certifies(PoissonRegressor(), 5)
     # issue 33, item 2: the several-margins and the squared-hinge certificates
     assert coupling_certifies(LogisticRegression(), 5, [0, 1, 2])
     assert coupling_certifies(LinearSVC(), 5, [0, 1])
-    assert not coupling_certifies(LinearSVC(), 5, [0, 1, 2])  # one block per class
+    assert coupling_certifies(LinearSVC(), 5, [0, 1, 2])  # one block per class (hinge_certify.py)
+    assert coupling_certifies(LinearSVC(), 5, [0, 1, 2, 3])
+    assert not coupling_certifies(LinearSVC(multi_class="crammer_singer"), 5, [0, 1, 2])  # no smooth loss
 
 
 @pytest.mark.parametrize("estimator, shape, route, words", [
@@ -70,7 +72,7 @@ def test_coupling_certifies_the_glms_multinomial_and_the_binary_squared_hinge_no
     (LogisticRegression(), _shape(n=2_000), "noisy_gradient", f"> {COUPLING_MAX_TRAIN} rows"),
     (LogisticRegression(), _shape(n=400, classes=(0, 1, 2)), "noisy_gradient", "certificate for several margins"),
     (LinearSVC(), _shape(n=400), "noisy_gradient", "certificate for the squared hinge"),
-    (LinearSVC(), _shape(n=400, classes=(0, 1, 2)), "noisy_gradient", "would state no promise"),
+    (LinearSVC(), _shape(n=400, classes=(0, 1, 2)), "noisy_gradient", "certificate for the squared hinge"),
     (LogisticRegression(), _shape(n=500, d=3_000), "noisy_gradient", f"{AUTO_BUDGET_SECONDS:.0f} s budget"),
     (make_pipeline(StandardScaler(), LogisticRegression()), _shape(n=400), "coupling", "<= 300 rows"),
     (Ridge(), _shape(n=100_000, classes=None), "coupling", "is a regressor"),

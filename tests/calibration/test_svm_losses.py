@@ -51,7 +51,8 @@ def test_newton_engine_is_exact_where_every_row_is_inside_the_margin(iris):
     assert (np.where(y[:, None] == m.classes_, 1, -1) * m.decision_function(X)).max() < 1
     kw = dict(scale=np.full(15, 0.05), n_rounds=2, pairs_per_target=2, random_state=3, polish=True)
     refit = estimate_swap_deltas(_svc(1e-3), X, y, engine="refit", **kw).distances
-    newton = estimate_swap_deltas(_svc(1e-3), X, y, **kw)
+    # The engine's estimates (certify=False): the certified bounds add the releases' allowance.
+    newton = estimate_swap_deltas(_svc(1e-3), X, y, certify=False, **kw)
     assert newton.engine == "newton"
     np.testing.assert_allclose(newton.distances, refit, rtol=0, atol=1e-6)
 
@@ -60,7 +61,7 @@ def test_rows_crossing_the_kink_are_approximated_and_the_calibration_tracks_refi
     X, y = iris
     kw = dict(scale=np.full(15, 0.05), n_rounds=2, pairs_per_target=1, random_state=1, polish=True)
     refit = estimate_swap_deltas(_svc(0.1), X, y, engine="refit", **kw).distances
-    newton = estimate_swap_deltas(_svc(0.1), X, y, **kw).distances
+    newton = estimate_swap_deltas(_svc(0.1), X, y, certify=False, **kw).distances  # the estimates
     first = estimate_swap_deltas(_svc(0.1), X, y, engine="influence", **kw).distances
     s = {name: coupling_noise_scale(d, 0.1, confidence=None).noise_scale for name, d in
          (("refit", refit), ("newton", newton), ("first", first))}
@@ -93,15 +94,21 @@ def test_the_coupling_route_calibrates_it_and_auto_takes_the_route_that_promises
     assert auto.method_ == "noisy_gradient" and auto.mip_bound_ <= 0.3
     assert (w.method_, w.sensitivity_engine_) == ("coupling", "newton")
     assert w.estimator_.coef_.shape == (3, 4)
-    # The squared hinge declares no self-concordance constant: its distances are estimates,
-    # so no eta is promised (docs/coupling.md, "Certified distances").
-    assert not w.coupling_certified_
-    assert w.coupling_eta_upper_ is None and w.mip_bound_ is None and w.coupling_eta_point_ <= 0.3
+    # One block per class, each strongly convex: the stack is certified (docs/coupling.md,
+    # "Certified distances", *One against the rest*), and eta is promised.
+    assert w.coupling_certified_
+    assert w.mip_bound_ == 0.3 and w.coupling_eta_upper_ <= 0.3
 
 
 def test_uncertified_distances_warn_that_no_eta_is_promised(iris):
+    # Multi-output Ridge (one least-squares block per output) has no certificate of its stack.
+    from sklearn.linear_model import Ridge
+
     from skmip import PrivacyWarning
+    from skmip.calibration.routes import CouplingRoute
 
     X, y = iris
+    Y = np.c_[X[:, 0] + 0.1 * y, y]
     with pytest.warns(PrivacyWarning, match="estimates, not proven upper bounds"):
-        MIPNoiseWrapper(LinearSVC(C=0.1), eta=0.3, method="coupling", n_rounds=30, random_state=0).fit(X, y)
+        w = MIPNoiseWrapper(Ridge(), eta=0.3, method=CouplingRoute(n_rounds=30), random_state=0).fit(X[:, 1:], Y)
+    assert not w.coupling_certified_ and w.mip_bound_ is None and w.coupling_eta_upper_ is None

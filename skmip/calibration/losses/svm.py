@@ -119,7 +119,7 @@ class _SquaredHingeLoss:
                 index = np.r_[index, coef.size + c]
             # l' = -2 C_i t_i max(0, 1 - t_i u) is non-decreasing and 2 C_i-Lipschitz, and the
             # penalty (intercept included) is positive definite: the strong-convexity certificate.
-            glm = GLMTerms(Xa, u0, dloss, d2loss, lipschitz=2.0 * cs_c)
+            glm = GLMTerms(Xa, u0, dloss, d2loss, lipschitz=2.0 * cs_c, penalty=np.diag(reg))
             out.append(LossBlock(index, theta, grads, hess, reg * theta, glm))
         return out
 

@@ -60,6 +60,10 @@ class GLMTerms(NamedTuple):
         :math:`\ell_i'` (non-decreasing), which declares the strong-convexity certificate
         (:mod:`skmip.calibration.swap.hinge_certify`: the regulariser's Hessian must be
         positive definite); ``None`` declares none.
+    penalty : ndarray of shape (D_b, D_b) or None
+        The Hessian :math:`P` of the block's quadratic regulariser, exactly, for the
+        strong-convexity certificate (the block's Hessian less its data part would carry the
+        rounding of that difference); ``None``: the certificate takes that difference.
     """
 
     features: np.ndarray
@@ -68,6 +72,7 @@ class GLMTerms(NamedTuple):
     d2loss: Callable
     gsc: float | None = None
     lipschitz: np.ndarray | None = None
+    penalty: np.ndarray | None = None
 
 
 class MultiMarginTerms(NamedTuple):

@@ -1,5 +1,5 @@
 r"""Certified swap distances for strongly convex objectives with a monotone row derivative
-(``LinearSVC``'s squared hinge): :class:`StrongCertifier`.
+(``LinearSVC``'s squared hinge): :class:`StrongCertifier`, over one block or a stack of them.
 
 For :math:`F(\theta) = \sum_i \ell_i(x_i^\top\theta) + \tfrac12\theta^\top P\theta` with every
 :math:`\ell_i` convex and once differentiable (:math:`\ell_i'` non-decreasing) and
@@ -13,10 +13,20 @@ convex: :math:`(\nabla F(a) - \nabla F(b))^\top(a - b) \ge \|a - b\|_P^2`. At th
     \le \|\nabla F(\tilde\theta)\|_{P^{-1}}\|\tilde\theta - \theta^*\|_P,
 
 and the whitened error is at most :math:`\sqrt{\nu_P}\,\|\nabla F(\tilde\theta)\|_{P^{-1}}`,
-:math:`\nu_P = \lambda_{\max}(WP^{-1}W^\top)`. The engine's model is exact for a pair that moves
-no row across its kink, where the gradient at its estimate vanishes to rounding; the others
-are solved by generalised Newton steps (finite on a piecewise-quadratic objective) and
-certified the same way. docs/coupling.md, "Certified distances", *The squared hinge*.
+:math:`\nu_P = \lambda_{\max}(WP^{-1}W^\top)`.
+
+**A stack of blocks** (one against the rest: one problem per class on the same rows). The
+objective :math:`\sum_c F_c(\theta_c)` of the stacked parameter is
+:math:`\mathrm{blockdiag}(P_c)`-strongly convex, its gradient is the stack of the blocks'
+gradients, so the same inequality holds with :math:`\|\nabla F\|_{P^{-1}}^2 = \sum_c
+\|\nabla F_c\|_{P_c^{-1}}^2` and :math:`\nu = \lambda_{\max}(\sum_c W_cP_c^{-1}W_c^\top)`
+(:math:`W_c` the whitening's columns of block :math:`c`; a diagonal whitening keeps the blocks
+apart and :math:`\nu = \max_c\nu_c`). One block is the binary case.
+
+The engine's model is exact for a pair that moves no row across its kink, where the gradient
+at its estimate vanishes to rounding; the others are solved by generalised Newton steps
+(finite on a piecewise-quadratic objective) and certified the same way. docs/coupling.md,
+"Certified distances", *The squared hinge*.
 """
 
 from __future__ import annotations
@@ -33,6 +43,16 @@ _ROW_ELEMENTS = 2**21
 #: median estimate) is solved exactly.
 _FALLBACK_RTOL = 0.1
 _U = 2.0**-53
+#: Chord steps (:meth:`StrongBlock.chord`) for a pair whose bound at the estimate is loose.
+_CHORD_STEPS = 4
+#: A block of a loose pair is solved exactly unless its own term at the last point is at most this
+#: fraction of the pair's estimate (plus the fit's floor), rounding: the bound then exceeds the
+#: exact distance by at most ``2 sqrt(K)`` times it besides the fit's own error and the releases'
+#: allowance (steering only; the bound is the formula at the point reached).
+_EXACT_SHARE = 1e-7
+#: Relative allowance for the few roundings of a bound's final sums and products (each a
+#: handful of operations on non-negative numbers: at most 8u relative).
+_SUM_RTOL = 1e-12
 
 
 class _NoSums:
@@ -43,35 +63,30 @@ class _NoSums:
         return None
 
 
-class StrongCertifier:
-    r"""Certified distances of the pairs of one fit of a :math:`P`-strongly convex
-    generalised-linear block (module docstring), with :class:`~.pair_certifier.PairCertifier`'s
-    ``bound`` / ``tighten`` interface.
+class StrongBlock:
+    r"""One strongly convex generalised-linear block of a fit: the gradient of a swapped
+    objective over the rows, its :math:`P^{-1}`-norm rounded up, and exact solves.
 
     Parameters
     ----------
     glm : GLMTerms
         The block's rows (``lipschitz``: the Lipschitz constants of the :math:`\ell_i'`).
     theta0, P, hinv : ndarray
-        The fit on ``H``, the regulariser's Hessian (positive definite), :math:`K^{-1}`.
+        The fit on ``H``, the regulariser's Hessian (positive definite; ``glm.penalty``, the
+        exact one, where the loss declares it), :math:`K^{-1}` (which only steers).
     H : ndarray of int (k,)
         The rows of the fit.
-    whiten : callable
-        Rows of parameter changes to the noise's whitened coordinates.
     """
 
-    def __init__(self, glm, theta0, P, hinv, H, whiten):
-        self.glm, self.theta0, self.P, self.hinv, self.H, self.whiten = glm, theta0, P, hinv, np.asarray(H), whiten
-        self.sums = _NoSums()
-        self.cache, self.floor = {}, None
+    def __init__(self, glm, theta0, P, hinv, H):
+        P = P if glm.penalty is None else glm.penalty
+        self.glm, self.theta0, self.P, self.hinv, self.H = glm, theta0, P, hinv, np.asarray(H)
         self.F = glm.features[self.H]
         self.m0 = self.F @ theta0
         self.d1 = glm.dloss(self.m0, self.H)
         D = theta0.size
         self.pinv = linalg.cho_solve(linalg.cho_factor(P, lower=True, check_finite=False), np.eye(D),
                                      check_finite=False)
-        Wt = whiten(np.eye(D))
-        self.nu = float(max(linalg.eigvalsh(Wt.T @ self.pinv @ Wt)[-1], 0.0))
         self.root_pinv = float(np.sqrt(np.abs(self.pinv).sum(axis=1).max()))  # >= lambda_max(P^-1)^(1/2)
         self.xnorm = np.linalg.norm(self.F, axis=1)
         L = glm.lipschitz[self.H]
@@ -82,8 +97,13 @@ class StrongCertifier:
         self.sum_d1 = float(self.xnorm @ np.abs(self.d1))
         self.r0 = self.F.T @ self.d1 + P @ theta0
         self._position = {int(h): i for i, h in enumerate(self.H)}
-        g0 = self._p_norm_of(self.r0[None], self._slack(0.0, 0.0, 0.0))[0]
-        self.out_error = float(np.sqrt(self.nu) * g0)
+        #: :math:`\|\nabla F_H(\theta_0)\|_{P^{-1}}` rounded up: the fit's own residual.
+        self.out_norm = float(self._p_norm_of(self.r0[None], self._slack(0.0, 0.0, 0.0))[0])
+
+    def step(self, e, x, c_e, c_x):
+        r"""The engine's estimate :math:`\Delta = K^{-1}(c_ex_e - c_xx_x)` of each pair."""
+        feats = self.glm.features
+        return (c_e[:, None] * feats[e] - c_x[:, None] * feats[x]) @ self.hinv
 
     def _slack(self, sum_moved, sum_x, step_norm):
         return gradient_rounding(self.gamma, sum_moved + self.sum_d1 + sum_x, self.theta_norm + step_norm,
@@ -95,37 +115,9 @@ class StrongCertifier:
         sq = np.maximum(sq, 0.0) + self.gamma * np.einsum("pi,ij,pj->p", np.abs(g), np.abs(self.pinv), np.abs(g))
         return np.sqrt(sq) + self.root_pinv * slack
 
-    def bound(self, dist, norms_e, norms_x, c_e, c_x, det, e_rows, x_rows):
-        """Certified bounds for pairs laid out as ``dist`` (:math:`\\Delta = c_e K^{-1}x_e -
-        c_xK^{-1}x_x`): the gradient at the estimate over the rows, and strong convexity."""
-        shape = np.shape(dist)
-        e, x = (np.broadcast_to(v, shape).ravel() for v in (e_rows, x_rows))
-        ce, cx = (np.broadcast_to(v, shape).ravel() for v in (c_e, c_x))
-        feats = self.glm.features
-        if self.floor is None:
-            finite = np.asarray(dist)[np.isfinite(dist)]
-            self.floor = 0.01 * float(np.median(finite)) if finite.size else 0.0
-        out = np.empty(e.size)
-        width = max(1, _ROW_ELEMENTS // max(self.H.size, 1))
-        for a in range(0, e.size, width):
-            j = slice(a, a + width)
-            Delta = (ce[j, None] * feats[e[j]] - cx[j, None] * feats[x[j]]) @ self.hinv
-            out[j] = self._certify(e[j], x[j], Delta)
-        return out.reshape(shape)
-
-    def _certify(self, e, x, Delta):
-        with np.errstate(invalid="ignore", over="ignore"):
-            finite = np.isfinite(Delta).all(axis=-1)
-            Delta = np.where(finite[:, None], Delta, 0.0)
-            g, slack = self._gradient(e, x, Delta)
-            err = np.sqrt(self.nu) * self._p_norm_of(g, slack)
-            dist = np.linalg.norm(self.whiten(Delta), axis=-1) * (1.0 + 1e-12)
-            bound = dist + err + self.out_error + 2 * RELEASE_TOL
-        return np.where(np.isfinite(bound), bound, np.inf)
-
-    def _gradient(self, e, x, Delta):
-        """The gradient of :math:`F_H - \\ell_e + \\ell_x` at :math:`\\theta_0 + \\Delta` for each
-        pair, and its rounding allowance (2-norm)."""
+    def gradient(self, e, x, Delta):
+        r"""``(g, norm)``: :math:`\nabla(F_H - \ell_e + \ell_x)(\theta_0 + \Delta)` of each pair over
+        the rows, and its :math:`P^{-1}`-norm rounded up (with its rounding allowance)."""
         glm, F = self.glm, self.F
         m = Delta.shape[0]
         moved = glm.dloss(self.m0[:, None] + F @ Delta.T, self.H[:, None])  # (k, m)
@@ -139,28 +131,31 @@ class StrongCertifier:
         nx = np.linalg.norm(fx, axis=-1)
         step_norm = np.linalg.norm(Delta, axis=-1)
         sum_x = nx * np.abs(gx) + 2.0 * (self.theta_norm + step_norm) * nx**2 * glm.lipschitz[x] + 8.0 * nx * glm.lipschitz[x]
-        return g, self._slack(sum_moved, sum_x, step_norm)
+        return g, self._p_norm_of(g, self._slack(sum_moved, sum_x, step_norm))
 
-    def tighten(self, dist, certified, x_rows, e_rows, c_e, c_x, det):
-        """Exact solves for the pairs whose bound exceeds the estimate by more than 10%."""
-        loose = ~(certified <= dist * (1.0 + _FALLBACK_RTOL) + self.floor + 1e-12)
-        if not loose.any():
-            return certified
-        out = certified.copy()
-        shape = np.shape(dist)
-        x_rows, e_rows, c_e, c_x = (np.broadcast_to(v, shape) for v in (x_rows, e_rows, c_e, c_x))
-        feats = self.glm.features
-        for idx in zip(*np.nonzero(loose)):
-            e, x = int(e_rows[idx]), int(x_rows[idx])
-            if (e, x) not in self.cache:
-                start = self.theta0 + (c_e[idx] * feats[e] - c_x[idx] * feats[x]) @ self.hinv
-                self.cache[(e, x)] = self._exact(e, x, start)
-            out[idx] = min(out[idx], self.cache[(e, x)])
-        return out
+    def chord(self, e, x, Delta, g):
+        r"""The step :math:`M^{-1}g`, :math:`M = K - \ell_e''x_ex_e^\top + \ell_x''x_xx_x^\top` (the
+        fit's Hessian with e's curvature at the fit removed and the target's at the current point
+        added, by Sherman-Morrison). It only steers: rows that crossed their kinks are what
+        it misses, and the bound is certified at every point."""
+        glm, hinv = self.glm, self.hinv
+        fe, fx = glm.features[e], glm.features[x]
+        ke = glm.d2loss(glm.margins[e], e)
+        xe = fe @ hinv
+        den = 1.0 - ke * (fe * xe).sum(-1)
+        ce = np.where(den > 0.05, ke / np.where(den > 0.05, den, 1.0), 0.0)  # A = K - l_e'' x_e x_e'
 
-    def _exact(self, e, x, start):
-        """Generalised Newton (damped) on the objective of :math:`H - e + x` from ``start``; the
-        certified bound on the distance of its minimiser from the fit."""
+        def a_inv(v):
+            return v @ hinv + (ce * (xe * v).sum(-1))[:, None] * xe
+
+        step, ax = a_inv(g), a_inv(fx)
+        kx = glm.d2loss((fx * (self.theta0 + Delta)).sum(-1), x)
+        return step - (kx * (fx * step).sum(-1) / (1.0 + kx * (fx * ax).sum(-1)))[:, None] * ax
+
+    def solve(self, e, x, start):
+        """Generalised Newton (damped) on the objective of :math:`H - e + x` from ``start``:
+        the change of the block's minimiser from the fit (only steers: it is certified by its
+        gradient)."""
         from skmip.calibration.swap.polish import _damped_step
 
         glm, P = self.glm, self.P
@@ -181,9 +176,159 @@ class StrongCertifier:
             theta = theta - move
             if np.linalg.norm(move) <= 1e-15 * (1.0 + np.linalg.norm(theta)):
                 break
-        d = theta - self.theta0
-        g, slack = self._gradient(np.array([e]), np.array([x]), d[None])
-        err = float(np.sqrt(self.nu) * self._p_norm_of(g, slack)[0])
-        dist = float(np.linalg.norm(self.whiten(d[None])[0])) * (1.0 + 1e-12)
-        bound = dist + err + self.out_error + 2 * RELEASE_TOL
-        return bound if np.isfinite(bound) else np.inf
+        return theta - self.theta0
+
+
+def _hypot(parts):
+    r""":math:`(\sum_c p_c^2)^{1/2}` of non-negative arrays, rounded up (one part: itself)."""
+    if len(parts) == 1:
+        return parts[0]
+    total = sum(p * p for p in parts)
+    return np.sqrt(total) * (1.0 + 2.0 * (len(parts) + 2) * _U)
+
+
+class StrongCertifier:
+    r"""Certified distances of the pairs of one fit of a stack of :math:`P_c`-strongly convex
+    generalised-linear blocks that separate (module docstring; binary ``LinearSVC``: one block,
+    one against the rest: one per class), with :class:`~.pair_certifier.PairCertifier`'s
+    ``bound`` / ``tighten`` interface (one block: arrays of coefficients; several: lists, one
+    array per block).
+
+    Parameters
+    ----------
+    blocks : list of StrongBlock
+        The blocks of the fit.
+    whitens : list of callable
+        Per block: rows of its parameter changes to the noise's whitened coordinates.
+    orthogonal : bool
+        Whether the blocks' whitened images are in disjoint coordinates (a diagonal noise
+        shape), whose squared norms add; else the images add.
+    """
+
+    def __init__(self, blocks, whitens, orthogonal):
+        self.blocks, self.whitens, self.orthogonal = blocks, whitens, orthogonal
+        self.sums = _NoSums()
+        self.cache, self.floor = {}, None
+        self.k = blocks[0].H.size
+        self.nu = self._nu()
+        self.out_error = float(np.sqrt(self.nu) * _hypot([np.float64(b.out_norm) for b in blocks]))
+
+    def _nu(self):
+        r""":math:`\lambda_{\max}` of :math:`\sum_c W_cP_c^{-1}W_c^\top` (blocks apart: the largest of
+        each block's), rounded up by :math:`10^{-12}` of its largest absolute row sum."""
+        mats = []
+        for b, whiten in zip(self.blocks, self.whitens):
+            Wt = whiten(np.eye(b.theta0.size))
+            mats.append(Wt.T @ b.pinv @ Wt)
+        if not self.orthogonal:
+            mats = [sum(mats)]
+        return max(float(max(linalg.eigvalsh(M)[-1], 0.0)) + 1e-12 * float(np.abs(M).sum(axis=1).max())
+                   for M in mats)
+
+    def _norm(self, deltas):
+        """Whitened norm of each pair's stacked change (rows of the blocks' ``deltas``)."""
+        images = [whiten(D) for whiten, D in zip(self.whitens, deltas)]
+        if self.orthogonal or len(images) == 1:
+            return np.sqrt(sum((V * V).sum(-1) for V in images))
+        return np.linalg.norm(sum(images), axis=-1)
+
+    def bound(self, dist, norms_e, norms_x, c_e, c_x, det, e_rows, x_rows):
+        r"""Certified bounds for pairs laid out as ``dist`` (block :math:`c`'s estimate
+        :math:`\Delta_c = K_c^{-1}(c_{e,c}x_e - c_{x,c}x_x)`): the gradients over the rows at the
+        estimate and, for pairs more than 10% (+ the floor) above their estimate, at up to
+        :data:`_CHORD_STEPS` chord points (:meth:`StrongBlock.chord`), and strong convexity; the
+        smallest. The last points are kept for :meth:`tighten`."""
+        shape = np.shape(dist)
+        c_e, c_x = (v if isinstance(v, (list, tuple)) else [v] for v in (c_e, c_x))
+        e, x = (np.broadcast_to(v, shape).ravel() for v in (e_rows, x_rows))
+        ce, cx = ([np.broadcast_to(v, shape).ravel() for v in c] for c in (c_e, c_x))
+        dist = np.broadcast_to(dist, shape).ravel()
+        if self.floor is None:
+            finite = dist[np.isfinite(dist)]
+            self.floor = 0.01 * float(np.median(finite)) if finite.size else 0.0
+        out = np.empty(e.size)
+        # Each pair's last point and its blocks' gradient norms there, for tighten.
+        self._last = (shape, [np.empty((e.size, b.theta0.size)) for b in self.blocks],
+                      np.empty((len(self.blocks), e.size)))
+        width = max(1, _ROW_ELEMENTS // max(self.k, 1))
+        for a in range(0, e.size, width):
+            j = slice(a, a + width)
+            with np.errstate(invalid="ignore", over="ignore"):
+                deltas = [b.step(e[j], x[j], ce_b[j], cx_b[j]) for b, ce_b, cx_b in zip(self.blocks, ce, cx)]
+            out[j] = self._chord_points(e[j], x[j], deltas, dist[j], [D[j] for D in self._last[1]],
+                                        self._last[2][:, j])
+        return out.reshape(shape)
+
+    def _loose(self, bound, dist):
+        return ~(bound <= dist * (1.0 + _FALLBACK_RTOL) + self.floor + 1e-12)
+
+    def _chord_points(self, e, x, deltas, dist, last, norms):
+        """The smallest bound over the estimate and the chord points of the pairs still loose;
+        the last points into ``last`` and their gradient norms into ``norms``."""
+        best, grads = self._certify(e, x, deltas, norms)
+        for D, L in zip(deltas, last):
+            L[...] = D
+        live = self._loose(best, dist)
+        for _ in range(_CHORD_STEPS):
+            idx = np.flatnonzero(live)
+            if not idx.size:
+                break
+            with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+                moved = [L[idx] - b.chord(e[idx], x[idx], L[idx], g[idx]) for b, L, g in zip(self.blocks, last, grads)]
+            sub = np.empty((len(self.blocks), idx.size))
+            bound, g_new = self._certify(e[idx], x[idx], moved, sub)
+            better = bound < best[idx]
+            best[idx] = np.minimum(best[idx], bound)
+            for L, D, g, gn in zip(last, moved, grads, g_new):
+                L[idx[better]], g[idx[better]] = D[better], gn[better]
+            norms[:, idx[better]] = sub[:, better]
+            live[idx] = better & self._loose(bound, dist[idx])
+        return best
+
+    def _certify(self, e, x, deltas, gnorms=None):
+        r"""``(bound, gradients)``: :math:`\|W\Delta\| + \sqrt\nu\,\|\nabla F_{\rm in}\|_{P^{-1}}` +
+        the fit's own error + the releases' allowance, for the point :math:`\theta_0 + \Delta` (any
+        point bounds the distance: a non-finite one is replaced by the fit itself), and each
+        block's gradient there; the blocks' gradient norms into ``gnorms`` (K, pairs) where given."""
+        with np.errstate(invalid="ignore", over="ignore"):
+            finite = np.logical_and.reduce([np.isfinite(D).all(axis=-1) for D in deltas])
+            deltas = [np.where(finite[:, None], D, 0.0) for D in deltas]
+            grads, parts = zip(*(b.gradient(e, x, D) for b, D in zip(self.blocks, deltas)))
+            if gnorms is not None:
+                gnorms[...] = parts
+            bound = (self._norm(deltas) + np.sqrt(self.nu) * _hypot(list(parts)) + self.out_error
+                     + 2 * RELEASE_TOL) * (1.0 + _SUM_RTOL)
+        return np.where(np.isfinite(bound), bound, np.inf), list(grads)
+
+    def tighten(self, dist, certified, x_rows, e_rows, c_e, c_x, det):
+        """Exact solves for the pairs whose bound exceeds the estimate by more than 10% (+ the
+        floor), from the last point :meth:`bound` reached; a block whose own term there is
+        rounding keeps it (steering: the bound is :meth:`_certify` at the point reached)."""
+        loose = self._loose(certified, dist)
+        if not loose.any():
+            return certified
+        out = certified.copy()
+        shape = np.shape(dist)
+        x_rows, e_rows = (np.broadcast_to(v, shape) for v in (x_rows, e_rows))
+        last_shape, last, norms = self._last
+        if last_shape != shape:
+            raise RuntimeError("StrongCertifier.tighten follows bound on the same pairs.")
+        for idx in zip(*np.nonzero(loose)):
+            e, x = int(e_rows[idx]), int(x_rows[idx])
+            if (e, x) not in self.cache:
+                flat = np.ravel_multi_index(idx, shape)
+                settled = _EXACT_SHARE * (float(dist[idx]) + self.floor)
+                deltas = [L[flat][None] if np.sqrt(self.nu) * norms[c, flat] <= settled
+                          else b.solve(e, x, b.theta0 + L[flat])[None]
+                          for c, (b, L) in enumerate(zip(self.blocks, last))]
+                self.cache[(e, x)] = float(self._certify(np.array([e]), np.array([x]), deltas)[0][0])
+            out[idx] = min(out[idx], self.cache[(e, x)])
+        return out
+
+
+def strong_certifier(parts, whitener):
+    """The :class:`StrongCertifier` of one fit: ``parts`` = ``(glm, theta0, P, hinv, H, index)``
+    per block, ``whitener`` the noise's (:class:`~.whitening._Whitener`)."""
+    blocks = [StrongBlock(glm, theta0, P, hinv, H) for glm, theta0, P, hinv, H, _ in parts]
+    whitens = [lambda V, index=index: whitener.apply(V, index) for *_, index in parts]
+    return StrongCertifier(blocks, whitens, whitener.diagonal)

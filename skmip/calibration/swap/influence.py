@@ -8,6 +8,7 @@ from scipy import linalg
 from skmip.calibration.swap._common import _OWNER
 from skmip.calibration.swap.kept import kept_pairs, pass_values
 from skmip.calibration.swap.lazy import tightened
+from skmip.calibration.swap.hinge_certify import strong_certifier
 from skmip.calibration.swap.pair_certifier import make_certifier
 from skmip.calibration.swap.row_sums import fit_row_scalars
 from skmip.calibration.losses.registry import gradient_sum
@@ -116,20 +117,40 @@ def _matched_distances(sides, whitener, newton):
 def _certified_matched(cert, side, whitener, **fit):
     """Certified distances of matched pairs (one generalised-linear block): :mod:`.certify`.
     ``fit``: each pair's fit, for a :class:`~.stacked_certifier.StackCertifier`."""
-    pe, px, _ = side
-    dist, bound, c_e, c_x, det = _closed_form_matched(cert, side, whitener, **fit)
-    return cert.tighten(dist, bound, px["rows"], pe["rows"], c_e, c_x, det, **fit)
+    return _certified_pairs(cert, [side], whitener, False, **fit)
 
 
 def _closed_form_matched(cert, side, whitener, **fit):
-    """``(dist, bound, c_e, c_x, det)`` of matched pairs: the engine's estimates, their
-    closed-form bounds (stage 1 of :mod:`.certify`) and the pairs' coefficients
+    """``(dist, bound, c_e, c_x, det)`` of matched pairs of one block: the engine's estimates,
+    their closed-form bounds (stage 1 of :mod:`.certify`) and the pairs' coefficients
     (:func:`_pair_coefficients`), which the later stages take (:func:`_certified_matched`)."""
-    pe, px, glm = side
-    c_e, c_x, det = _pair_coefficients(pe, px, glm, True, cross=False, details=True)
-    dist = np.sqrt(_assemble_sq([(pe, px, c_e, c_x)], False, whitener.diagonal))
-    bound = cert.bound(dist, _norms(pe), _norms(px), c_e, c_x, det, pe["rows"], px["rows"], **fit)
-    return dist, bound, c_e, c_x, det
+    return _closed_form_pairs(cert, [side], whitener, False, **fit)[:5]
+
+
+def _certified_pairs(cert, sides, whitener, cross, **fit):
+    """Certified distances of pairs, matched (e side (T, p, .), target side (T, 1, .)) or all
+    (``cross``: e on axis 0, the targets on axis 1), from each block's (e side, target side,
+    glm): one block's certifier, or a :class:`~.hinge_certify.StrongCertifier` over a stack
+    of blocks (one against the rest), which reads each block's coefficients."""
+    dist, bound, c_e, c_x, det, e_rows, x_rows = _closed_form_pairs(cert, sides, whitener, cross, **fit)
+    return cert.tighten(dist, bound, x_rows, e_rows, c_e, c_x, det, **fit)
+
+
+def _closed_form_pairs(cert, sides, whitener, cross, **fit):
+    """``(dist, bound, c_e, c_x, det, e_rows, x_rows)``: :func:`_certified_pairs` before its
+    later stages (the estimates, their closed-form bounds, the pairs' coefficients and rows)."""
+    terms = [(pe, px) + _pair_coefficients(pe, px, glm, True, cross=cross, details=True) for pe, px, glm in sides]
+    dist = np.sqrt(_assemble_sq([t[:4] for t in terms], cross, whitener.diagonal))
+    pe, px = terms[0][:2]
+    lay_e, lay_x = (lambda v: v[:, None], lambda v: v[None, :]) if cross else (lambda v: v, lambda v: v)
+    e_rows, x_rows = lay_e(pe["rows"]), lay_x(px["rows"])
+    if len(terms) == 1:
+        c_e, c_x, det = terms[0][2:]
+        bound = cert.bound(dist, lay_e(_norms(pe)), lay_x(_norms(px)), c_e, c_x, det, e_rows, x_rows, **fit)
+    else:
+        c_e, c_x, det = [t[2] for t in terms], [t[3] for t in terms], None
+        bound = cert.bound(dist, None, None, c_e, c_x, det, e_rows, x_rows, **fit)
+    return dist, bound, c_e, c_x, det, e_rows, x_rows
 
 
 def _refine_fit(block, factor, P, H, px, cols, e_rows, whitener):
@@ -146,14 +167,28 @@ def _refine_fit(block, factor, P, H, px, cols, e_rows, whitener):
 def certifiable(blocks, newton, whitener):
     """Whether the Newton engine's distances of these blocks can be certified: one
     generalised-linear block whose loss declares its self-concordance constant
-    (:mod:`.certify`), or one block of several margins per row that declares its constant and
-    its regulariser (:mod:`.multi_certify`); and a noise shape with no zero-scale coordinate."""
-    if not newton or len(blocks) != 1 or whitener.zero.any():
+    (:mod:`.certify`), one block of several margins per row that declares its constant and
+    its regulariser (:mod:`.multi_certify`), or generalised-linear blocks (one or one per class)
+    whose losses declare a Lipschitz, non-decreasing derivative (:mod:`.hinge_certify`); and a
+    noise shape with no zero-scale coordinate."""
+    if not newton or not blocks or whitener.zero.any():
+        return False
+    if all(b.glm is not None and b.glm.gsc is None and b.glm.lipschitz is not None for b in blocks):
+        return True  # strongly convex, one block or a stack that separates (hinge_certify.py)
+    if len(blocks) != 1:
         return False
     glm, multi = blocks[0].glm, blocks[0].multi
-    if glm is not None:  # self-concordant (certify.py) or strongly convex (hinge_certify.py)
-        return glm.gsc is not None or glm.lipschitz is not None
+    if glm is not None:  # self-concordant (certify.py)
+        return glm.gsc is not None
     return multi is not None and multi.gsc is not None and multi.penalty is not None
+
+
+def _strong_stack(blocks, factors, fitter, H, whitener):
+    """The :class:`~.hinge_certify.StrongCertifier` of one fit of several strongly convex
+    blocks (one against the rest)."""
+    return strong_certifier([(b.glm, b.theta, fitter.regulariser_hessian(b, H),
+                              linalg.cho_solve(f, np.eye(b.theta.size), check_finite=False), np.asarray(H), b.index)
+                             for b, f in zip(blocks, factors)], whitener)
 
 
 def _certifier(block, hinv, fitter, H, whitener, prep=None, certify=True):
@@ -332,15 +367,19 @@ def _prepared_pairs(out, rng, fitter, blocks, preps, factors, H, targets, k, p, 
     """Fill ``out[targets]`` from the prepared rows of one fit: every pair (``all_pairs``),
     certified or refined where asked, or ``p`` sampled pairs per target."""
     # Certified distances replace the (uncertified) refinement of the most exposed targets.
-    cert = _certifier(blocks[0], linalg.cho_solve(factors[0], np.eye(blocks[0].theta.size), check_finite=False),
-                      fitter, H, whitener, preps[0][:2], certify) if certify else None
+    cert = None
+    if certify and len(blocks) > 1:  # one strongly convex block per class (hinge_certify.py)
+        cert = _strong_stack(blocks, factors, fitter, H, whitener)
+    elif certify:
+        cert = _certifier(blocks[0], linalg.cho_solve(factors[0], np.eye(blocks[0].theta.size), check_finite=False),
+                          fitter, H, whitener, preps[0][:2], certify)
     # Refining the most exposed targets needs one generalised-linear block.
     n_refine = _n_refine(refine if (newton and len(blocks) == 1 and cert is None) else 0.0, targets.size)
     P = fitter.regulariser_hessian(blocks[0], H) if n_refine else None
     if all_pairs:
         _all_pairs(out, blocks, preps, factors, cert, P, n_refine, H, targets, k, n_keep, whitener, newton)
     elif targets.size:
-        out[targets] = _sampled_pairs(rng, preps, targets, k, p, n_keep, Xd, whitener, newton)
+        out[targets] = _sampled_pairs(rng, preps, targets, k, p, n_keep, Xd, whitener, newton, cert)
 
 
 def _all_pairs(out, blocks, preps, factors, cert, P, n_refine, H, targets, k, n_keep, whitener, newton):
@@ -350,14 +389,8 @@ def _all_pairs(out, blocks, preps, factors, cert, P, n_refine, H, targets, k, n_
     for start in range(0, targets.size, width):
         chunk = np.arange(start, min(start + width, targets.size))
         if cert is not None:
-            (pe, px, glm), = preps
-            pxc = _take(px, chunk)
-            c_e, c_x, det = _pair_coefficients(pe, pxc, glm, True, cross=True, details=True)
-            dist = np.sqrt(_assemble_sq([(pe, pxc, c_e, c_x)], True, whitener.diagonal))
-            bound = cert.bound(dist, _norms(pe)[:, None], _norms(pxc)[None, :], c_e, c_x, det,
-                               np.asarray(H)[:, None], pxc["rows"][None, :])
-            dist = cert.tighten(dist, bound, pxc["rows"][None, :], np.asarray(H)[:, None], c_e, c_x, det)
-            out[targets[chunk]] = _jensen_summary(dist.T, n_keep)
+            sides = [(pe, _take(px, chunk), glm) for pe, px, glm in preps]
+            out[targets[chunk]] = _jensen_summary(_certified_pairs(cert, sides, whitener, True).T, n_keep)
             continue
         terms = []
         for pe, px, glm in preps:
@@ -372,11 +405,12 @@ def _all_pairs(out, blocks, preps, factors, cert, P, n_refine, H, targets, k, n_
         out[targets[chunk]] = _jensen_summary(dist.T, n_keep)
 
 
-def _sampled_pairs(rng, preps, targets, k, p, n_keep, Xd, whitener, newton):
-    """The Jensen summary (T, n_keep) of ``p`` pairs per target, e drawn uniformly in H.
+def _sampled_pairs(rng, preps, targets, k, p, n_keep, Xd, whitener, newton, cert=None):
+    """The Jensen summary (T, n_keep) of ``p`` pairs per target, e drawn uniformly in H;
+    certified by ``cert`` where given (one strongly convex block per class).
 
     (Several blocks or first order: one generalised-linear block is streamed by
-    :func:`_streamed_pairs`, and only it is certified or refined.)
+    :func:`_streamed_pairs`, and certified or refined there.)
     """
     T = targets.size
     pos = rng.integers(0, k, size=(T, p))  # positions in H of each target's e
@@ -387,5 +421,8 @@ def _sampled_pairs(rng, preps, targets, k, p, n_keep, Xd, whitener, newton):
     for c in (slice(a, a + width) for a in range(0, T, width)):
         sides = [(_take(pe, pos[c], _E_KEYS), {key: value[c, None] for key, value in px.items() if key in _X_KEYS},
                   glm) for pe, px, glm in preps]
-        dist[c] = _matched_distances(sides, whitener, newton)
+        if cert is not None:
+            dist[c] = _certified_pairs(cert, sides, whitener, False)
+        else:
+            dist[c] = _matched_distances(sides, whitener, newton)
     return _jensen_summary(dist, n_keep)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from skmip.calibration.swap.certify import RELEASE_TOL, FitCertificate, exact_minimiser
-from skmip.calibration.swap.hinge_certify import StrongCertifier
+from skmip.calibration.swap.hinge_certify import strong_certifier
 from skmip.calibration.swap.row_sums import RowSums, fit_row_scalars, rows_times
 from skmip.calibration.swap.second_stage import SecondStage
 
@@ -32,7 +32,7 @@ def make_certifier(glm, theta0, reg0, P, hinv, H, residual, whitener, index, **k
     for one that declares a Lipschitz, non-decreasing derivative instead (the squared hinge;
     ``residual`` and ``kwargs`` are then not needed)."""
     if glm.gsc is None:
-        return StrongCertifier(glm, theta0, P, hinv, H, lambda V: whitener.apply(V, index))
+        return strong_certifier([(glm, theta0, P, hinv, H, index)], whitener)
     return PairCertifier(glm, theta0, reg0, P, hinv, H, residual, whitener, index, **kwargs)
 
 
