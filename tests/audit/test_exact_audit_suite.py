@@ -349,3 +349,13 @@ def test_selected_marginals_with_cycles_keep_the_printed_bound(monkeypatch):
     chosen = res.details["marginals"]
     assert len(chosen) == 3 and {tuple(m) for m in chosen} == {(0, 1), (0, 2), (1, 2)}
     assert res.violations(z=Z_VIOLATION).size == 0, (res.advantage.max(), res.bound)
+
+
+def test_categorical_labels_build_when_every_row_copies_the_odd_one():
+    """On a small categorical domain every row of the other class can copy row 0 (the 1,000-
+    dataset search of session 12 met one): the labels are still built, balanced."""
+    from skmip.audit.attacks.exact_audit_suite import _categorical_labels
+
+    X = np.zeros((10, 2))
+    y = _categorical_labels("near_duplicates", X, np.random.default_rng(0))
+    assert sorted(np.bincount(y)) == [5, 5]

@@ -241,8 +241,11 @@ def _categorical_labels(generator, X, rng):
     if generator in ("outlier_wrong_label", "rare_category", "outlier_duplicate", "near_duplicates"):
         # Swap labels with a row of the other class: row 0 (and its copies) disagree with the
         # rows like them, the class counts stay.
-        j = next(i for i in range(1, n) if y[i] != y[0] and not np.array_equal(X[i], X[0]))
-        y[0], y[j] = y[j], y[0]
+        # (On a small categorical domain every row of the other class may copy row 0: then the
+        # labels of the copies already disagree, and nothing is swapped.)
+        j = next((i for i in range(1, n) if y[i] != y[0] and not np.array_equal(X[i], X[0])), None)
+        if j is not None:
+            y[0], y[j] = y[j], y[0]
     return y
 
 
