@@ -70,6 +70,33 @@ def test_auto_says_which_route_and_why():
     assert "no parameter adapter" in auto_route(RandomForestClassifier(), "auto")[1]
 
 
+def test_auto_trains_on_synthetic_records_an_estimator_outside_its_smooth_objective():
+    """The plain hinge, an L1 penalty, ``crammer_singer``: neither coupling's influence engines nor
+    noisy gradients model them (coupling used to be chosen, then refused the fit)."""
+    from sklearn.svm import LinearSVC
+
+    from skmip.calibration.routes.auto import DataShape, choose_smooth_route
+
+    shape = DataShape(n_samples=400, n_features=5, n_train=200, classes=np.array([0, 1] * 200), eta=0.2)
+    for est in (LinearSVC(loss="hinge"), LinearSVC(multi_class="crammer_singer"),
+                LogisticRegression(penalty="l1", solver="liblinear")):
+        route, why = choose_smooth_route(est, shape, CouplingRoute())
+        assert isinstance(route, SyntheticRoute), est
+        assert "as configured" in why and "synthetic" in why
+    assert isinstance(choose_smooth_route(LogisticRegression(), shape, CouplingRoute())[0], CouplingRoute)
+
+
+def test_the_default_releases_a_plain_hinge_svm_with_a_promise(cancer):
+    from sklearn.svm import LinearSVC
+
+    X, y = cancer
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        w = MIPNoiseWrapper(LinearSVC(loss="hinge"), eta=0.2, random_state=0).fit(X, y)
+    assert w.method_ == "synthetic" and w.mip_bound_ <= 0.2
+    assert "as configured" in w.method_reason_
+
+
 def test_coupling_applies_where_the_wrapper_calibrates_a_pipeline_s_last_step():
     """A ColumnTransformer has no parameter adapter, but the wrapper fits it on D and calibrates
     the last step by coupling: ``applies`` says so (it used to say the route did not apply)."""

@@ -124,6 +124,21 @@ def _certificate(estimator, n_features, classes):
     return "multi" if multi is not None and multi.gsc is not None and multi.penalty is not None else None
 
 
+def outside_objective(estimator):
+    """The reason ``"auto"`` trains ``estimator`` on synthetic records, or ``None``: an estimator
+    with a registered smooth loss configured outside it (an L1 penalty, the plain hinge,
+    ``crammer_singer``, liblinear's penalised intercept), which neither coupling's influence
+    engines (they check the same objective) nor noisy gradients model. A fact about the
+    estimator alone, so ``"auto"`` decides it before reading D."""
+    from skmip.calibration.routes.noisy_gradient import NoisyGradientRoute
+
+    why = NoisyGradientRoute().applies(estimator, "auto")
+    if why is None or why.startswith("no smooth loss"):
+        return None
+    return (f"{why}, which neither coupling's influence engines nor noisy gradients model: it trains "
+            "on MIP synthetic records (method='moments' noises its own parameters instead)")
+
+
 def choose_smooth_route(estimator, shape, coupling):
     """``(route, reason)``: coupling or noisy gradients for a smooth-loss estimator on D of ``shape``.
 
@@ -145,8 +160,9 @@ def choose_smooth_route(estimator, shape, coupling):
 
     Notes
     -----
-    In order: (1) noisy gradients where they do not apply (an estimator configured outside its
-    registered objective): coupling; (2) where coupling would state no promise (its distances
+    In order: (1) an estimator configured outside its registered objective (an L1 penalty, the
+    plain hinge, ``crammer_singer``, a penalised intercept), which neither coupling's influence
+    engines nor noisy gradients model: the synthetic route; (2) where coupling would state no promise (its distances
     uncertified for the loss), or would certify them only through the slower certificates for
     several margins or the squared hinge (docs/coupling.md; on standardized digits their noise
     kept 0.129 accuracy against noisy gradients' 0.902 for the multinomial logistic regression,
@@ -159,10 +175,13 @@ def choose_smooth_route(estimator, shape, coupling):
     """
     from skmip.calibration.routes.noisy_gradient import NoisyGradientRoute
 
+    from skmip.calibration.routes.synthetic import SyntheticRoute
+
     name = type(estimator).__name__
     noisy = NoisyGradientRoute()
-    if noisy.applies(estimator, "auto") is not None:
-        return coupling, f"{name} has a registered smooth loss, and noisy gradients do not apply to it as configured"
+    outside = outside_objective(estimator)
+    if outside is not None:
+        return SyntheticRoute(), outside
     certificate = _certificate(estimator, shape.n_features, shape.classes)
     if certificate in ("multi", "hinge"):
         what, kept = (("several margins", "0.129 against 0.902") if certificate == "multi"

@@ -59,7 +59,7 @@ def auto_route(estimator, params, shape=None):
     route : CalibrationRoute
     reason : str
     """
-    from skmip.calibration.routes.auto import choose_smooth_route
+    from skmip.calibration.routes.auto import choose_smooth_route, outside_objective
     from skmip.calibration.swap import get_smooth_loss
 
     name = type(estimator).__name__
@@ -69,6 +69,9 @@ def auto_route(estimator, params, shape=None):
         last = estimator
     if last is not None:
         why = "the pipeline's last step has" if last is not estimator else f"{name} has"
+        outside = outside_objective(last)
+        if outside is not None:  # a fact about the estimator alone: decided before the data
+            return SyntheticRoute(), outside
         if shape is None:
             return CouplingRoute(), f"{why} a registered smooth loss"
         return choose_smooth_route(last, shape, CouplingRoute())
