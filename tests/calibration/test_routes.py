@@ -97,6 +97,14 @@ def test_the_default_releases_a_plain_hinge_svm_with_a_promise(cancer):
     assert "as configured" in w.method_reason_
 
 
+def test_auto_names_the_route_it_took_where_the_owner_does_not_take_it():
+    """``"auto"`` resolving to a route the owner refuses says which and why (it said
+    "method must be one of 'auto', ...; got 'auto'")."""
+    with pytest.raises(ValueError, match=r"Owner: method='auto' takes the synthetic route for "
+                                         r"RandomForestClassifier \(no parameter adapter.*does not take"):
+        resolve_route("Owner", "auto", RandomForestClassifier(), "auto", accepted=("coupling", "moments"))
+
+
 def test_coupling_applies_where_the_wrapper_calibrates_a_pipeline_s_last_step():
     """A ColumnTransformer has no parameter adapter, but the wrapper fits it on D and calibrates
     the last step by coupling: ``applies`` says so (it used to say the route did not apply)."""

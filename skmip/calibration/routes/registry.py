@@ -118,7 +118,13 @@ def resolve_route(owner, method, estimator, params, accepted=None, stacklevel=2)
     if isinstance(method, CalibrationRoute):
         route = clone(method)
     elif isinstance(method, str) and method == "auto":
-        route, _ = auto_route(estimator, params)
+        route, why = auto_route(estimator, params)
+        if route.name not in names:
+            raise ValueError(
+                f"{owner}: method='auto' takes the {route.name} route for {type(estimator).__name__} "
+                f"({why}), which {owner} does not take; pass one of "
+                f"{', '.join(repr(o) for o in names)} or a route object (skmip.calibration.routes)."
+            )
         if route.name == "moments":
             _warn_auto_moments(owner, estimator, stacklevel + 1)
     elif isinstance(method, str) and method in ROUTES:
