@@ -76,7 +76,7 @@ def test_coupling_certifies_the_glms_multinomial_and_the_squared_hinge_binary_an
     (LogisticRegression(), _shape(n=500, d=3_000), "noisy_gradient", f"{AUTO_BUDGET_SECONDS:.0f} s budget"),
     (make_pipeline(StandardScaler(), LogisticRegression()), _shape(n=400), "coupling", "<= 300 rows"),
     (Ridge(), _shape(n=100_000, classes=None), "coupling", "is a regressor"),
-    (LogisticRegression(penalty="l1", solver="saga"), _shape(n=2_000), "coupling", "do not apply"),
+    (LogisticRegression(penalty="l1", solver="saga"), _shape(n=2_000), "synthetic", "neither coupling"),
 ])
 def test_auto_chooses_from_the_shape_of_d_and_says_why(estimator, shape, route, words):
     chosen, reason = auto_route(estimator, "auto", shape)
