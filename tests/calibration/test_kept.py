@@ -104,3 +104,11 @@ def test_a_store_out_of_budget_recomputes_the_same_values(monkeypatch):
     for eta in ETAS:
         assert (coupling_noise_scale(d_unkept, eta, train_fraction=0.5).noise_scale
                 == coupling_noise_scale(d_full, eta, train_fraction=0.5).noise_scale)
+
+
+def test_the_store_budget_is_two_gib_or_an_eighth_of_the_memory(monkeypatch):
+    """The default budget: 2 GiB, less on a machine with under 16 GiB, never under 256 MiB."""
+    assert kept.KeptBatches().budget == kept.keep_budget() <= 2**31
+    for pages, expected in ((2**22, 2**31), (2**20, 2**29), (2**15, 2**28)):  # 4 KiB pages
+        monkeypatch.setattr(kept.os, "sysconf", lambda name, pages=pages: 4096 if name == "SC_PAGE_SIZE" else pages)
+        assert kept.keep_budget() == expected

@@ -444,8 +444,8 @@ def test_rounds_do_not_depend_on_n_jobs_and_report_progress(cancer, capsys):
     # The same draws whatever the split among jobs; the sums over a row may round
     # differently with the memory alignment of the stacked fits (a few ulps).
     np.testing.assert_allclose(one.distances, two.distances, rtol=1e-13, atol=0)
-    # Certified distances draw 2 values of e per target and round (8 for estimates).
-    assert one.certified and one.pairs == "sampled" and one.distances.shape == (len(X), 25, 2)
+    # Certified distances draw 1 value of e per target and round (8 for estimates).
+    assert one.certified and one.pairs == "sampled" and one.distances.shape == (len(X), 25, 1)
 
 
 def test_memory_budget_keeps_one_jensen_value_that_still_bounds_the_average(cancer, monkeypatch):

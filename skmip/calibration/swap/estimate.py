@@ -35,14 +35,12 @@ _ENGINES = ("auto", "refit", "newton", "influence", "exact", "closed_form")
 #: target's average comes from D_out, not from e: on load_breast_cancer 4 sampled e give
 #: the noise scale of all 213 (docs/coupling.md, "Cost and scaling").
 _SAMPLED_PAIRS = 8
-#: ... with certified distances, whose later stages cost O(k D) per pair: 2 keeps the noise
-#: scale (breast cancer: that of 8; a 3,000-row adult subsample: within a few percent) at a
-#: fraction of the certification's cost (docs/coupling.md, "Certified distances").
-_CERTIFIED_PAIRS = 2
-#: ... and from this many rows on, 1: the confidence width is then set by the union bound's
-#: ln(n) term, not by the spread over e (30,000 rows x 20 features: the calibrated scale of 2
-#: pairs to the grid step, in half the time; docs/coupling.md, "Cost and scaling").
-_ONE_PAIR_ROWS = 20000
+#: ... with certified distances, whose later stages cost O(k D) per pair: 1. Two (the default
+#: before 0.4) gave the same grid point of the noise scale on breast cancer and on the adult
+#: pipeline at 4,000 rows, one or two grid steps less noise (1-2%) on German credit and diabetes,
+#: at 1.2-1.7x the CPU; the same CPU buys more rounds, which give more (docs/coupling.md,
+#: "Pairs per target").
+_CERTIFIED_PAIRS = 1
 #: Most values kept in memory for the whole (n, n_rounds, n_keep) array (1 GiB of float64).
 _MAX_VALUES = 2**27
 
@@ -110,8 +108,7 @@ def estimate_swap_deltas(
         module docstring; :math:`O(k(n-k))` pairs a round, so for small data only).
         ``None``: 1 for ``"refit"``, 8 for the influence engines (linear in :math:`n`; the
         spread of a target's round averages comes from :math:`D_{out}`, not from :math:`e`),
-        2 for certified ``"newton"`` distances (their certificates cost far more per pair),
-        1 from 20,000 rows on.
+        1 for certified ``"newton"`` distances (their certificates cost far more per pair).
     summary_size : int, default=4
         Values kept per target and round: the sorted-block means of its distances (an upper
         bound by Jensen, module docstring). Lowered further, down to 1 (the mean), so that
@@ -361,7 +358,7 @@ def _pairs_per_target(engine, pairs_per_target, certify, n, k):
         if engine == "refit":
             return False, 1
         if certify and engine == "newton":
-            return False, min(1 if n >= _ONE_PAIR_ROWS else _CERTIFIED_PAIRS, k)
+            return False, min(_CERTIFIED_PAIRS, k)
         return False, min(_SAMPLED_PAIRS, k)
     if pairs_per_target == "all":
         return True, k

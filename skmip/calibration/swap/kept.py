@@ -11,15 +11,17 @@ does not depend on which targets are tightened. :class:`KeptBatches` keeps it (t
 it tightens, each pair once (:func:`pass_values`). The closed form is the same computation
 on the same arrays; the later stages run on fewer pairs at a time.
 
-Memory is bounded: a batch is kept only while the store holds at most ``_KEEP_BYTES``; a
-batch not kept is computed again by the passes that need it (the result is the same). The
-store is shared by the jobs of one calibration run in threads (the default); a copy sent
-to another process (a process or cluster backend) arrives empty, so nothing large travels
-and each pass there recomputes, as without the store.
+Memory is bounded: a batch is kept only while the store holds at most :func:`keep_budget`
+(2 GiB, or an eighth of the machine's memory where that is less); a batch not kept is
+computed again by the passes that need it (the result is the same). The store is shared
+by the jobs of one calibration run in threads (the default); a copy sent to another process
+(a process or cluster backend) arrives empty, so nothing large travels and each pass there
+recomputes, as without the store.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import NamedTuple
 
@@ -27,9 +29,12 @@ import numpy as np
 
 from skmip.calibration.swap.lazy import tightened
 
-#: Bytes kept per calibration (adult, 4,000 rows, 400 rounds: about 390 MiB, every fit kept;
-#: breast cancer: not lazy, lazy.pays).
-_KEEP_BYTES = 2**29
+#: Bytes kept per calibration at most (adult, 4,000 rows, 400 rounds: about 390 MiB, every fit
+#: kept; the full 22,792-row split about 1.5 GiB: with 512 MiB two thirds of its fits were
+#: fitted again in every pass, 682 s of CPU against 299 s; breast cancer: not lazy,
+#: lazy.pays), and at most this share of the machine's memory (:func:`keep_budget`).
+_KEEP_BYTES = 2**31
+_KEEP_SHARE = 8
 
 
 class KeptPairs(NamedTuple):
@@ -102,12 +107,22 @@ def _nbytes(value, seen):
     return 0
 
 
+def keep_budget():
+    """Bytes the store may keep: ``_KEEP_BYTES``, or an eighth of the machine's physical memory
+    where that is less (and where the platform says: POSIX ``sysconf``)."""
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return _KEEP_BYTES
+    return min(_KEEP_BYTES, max(memory // _KEEP_SHARE, 2**28))
+
+
 class KeptBatches:
     """What each batch or fit of one calibration keeps between passes, by key, within
     ``budget`` bytes (module docstring)."""
 
     def __init__(self, budget=None):
-        self.budget, self.used = _KEEP_BYTES if budget is None else budget, 0
+        self.budget, self.used = keep_budget() if budget is None else budget, 0
         self._items, self._lock = {}, threading.Lock()
         # What the batches reference but do not own (the data's rows), held so that their ids
         # stay theirs.
