@@ -26,10 +26,13 @@ _SPARSE_DENSITY = 0.3
 _U = 2.0**-53
 
 
-def _column_sums(weights, M, out=None):
-    """``weights @ M`` summed row after row (the same rounding for any memory layout);
-    ``out``: a buffer shaped as ``M`` for the products."""
-    return np.add.reduce(np.multiply(weights[:, None], M, out=out), axis=0)
+def _column_sums(weights, M):
+    """``weights @ M`` for a stack of weight rows ``weights`` (r, m) as one matrix-matrix
+    product (a single row doubled: BLAS rounds a vector-matrix product by the alignment of its
+    operands), so that a column's sums do not depend on the columns beside it."""
+    if weights.shape[0] == 1:
+        return (np.repeat(weights, 2, axis=0) @ M)[:1]
+    return weights @ M
 
 
 def rows_times(A, B):
@@ -140,7 +143,8 @@ class RowSums:
             self._rest = _Rest(features[H[rest]], curv[rest], unorm[rest])
             # The part over S of reach and of quartic^4, and the exact sums of refine().
             self._reach_S, self._quartic_S, self._reach_x, self._quartic_x = (np.full(n, np.nan) for _ in range(4))
-        self._l, self._u, self._xS = curv[S], unorm[S], features[H[S]]
+        self._l, self._xS = curv[S], features[H[S]]
+        self._lu = np.stack([self._l * unorm[S], self._l * unorm[S] * unorm[S]])  # weights of weighted, squared
         self.reach, self.quartic, self.weighted, self.squared = (np.full(n, np.nan) for _ in range(4))
         if hinv is not None:
             for rows, xi in _row_images(features, hinv):
@@ -155,7 +159,7 @@ class RowSums:
         todo = np.isnan(self.reach[rows])
         if not todo.all():
             rows, xi, h = rows[todo], xi[todo], h[todo]
-        l, u, xS = self._l, self._u, self._xS
+        l, xS = self._l, self._xS
         width = max(1, _SUMS_ELEMENTS // max(l.size, 1))  # (|S|, width) temporaries
         for a in range(0, rows.size, width):
             c = slice(a, a + width)
@@ -163,12 +167,9 @@ class RowSums:
             np.abs(a_S, out=a_S)  # (|S|, chunk): |h_ij|, i in S
             reach = a_S.max(axis=0) if l.size else np.zeros(a_S.shape[1])
             h2 = np.multiply(a_S, a_S, out=a_S)
-            # Column sums in a fixed order (a BLAS matrix-vector product may round by
-            # alignment, and the distances must not depend on how rounds were split).
-            buf = np.empty_like(h2)
-            weighted = _column_sums(l * u, h2, buf)  # squared for now
-            squared = _column_sums(l * u * u, h2, buf)  # squared for now
-            quartic = _column_sums(l, np.multiply(h2, h2, out=h2), buf)  # to the 4th power for now
+            # Matrix-matrix products: the distances must not depend on how rounds were split.
+            weighted, squared = _column_sums(self._lu, h2)  # squared for now
+            quartic = _column_sums(l[None], np.multiply(h2, h2, out=h2))[0]  # to the 4th power for now
             r = rows[c]
             if self.split:
                 self._reach_S[r], self._quartic_S[r] = reach, quartic
@@ -199,7 +200,7 @@ class RowSums:
             h = _products(F, xi[c])  # (|R|, chunk): |h_ij|, i in R
             self._reach_x[r] = np.maximum(self._reach_S[r], h.max(axis=0))
             h *= h
-            quartic = _column_sums(curv, np.multiply(h, h, out=h))
+            quartic = _column_sums(curv[None], np.multiply(h, h, out=h))[0]
             self._quartic_x[r] = (self._quartic_S[r] + quartic) ** 0.25
 
     def refined(self):
