@@ -35,11 +35,11 @@ _ENGINES = ("auto", "refit", "newton", "influence", "exact", "closed_form")
 #: target's average comes from D_out, not from e: on load_breast_cancer 4 sampled e give
 #: the noise scale of all 213 (docs/coupling.md, "Cost and scaling").
 _SAMPLED_PAIRS = 8
-#: ... with certified distances, whose later stages cost O(k D) per pair: 1. Two (the default
-#: before 0.4) gave the same grid point of the noise scale on breast cancer and on the adult
+#: ... with certified distances, whose later stages cost O(k D) per pair: 1. Two (the previous
+#: default) gave the same grid point of the noise scale on breast cancer and on the adult
 #: pipeline at 4,000 rows, one or two grid steps less noise (1-2%) on German credit and diabetes,
 #: at 1.2-1.7x the CPU; the same CPU buys more rounds, which give more (docs/coupling.md,
-#: "Pairs per target").
+#: "Cost and scaling").
 _CERTIFIED_PAIRS = 1
 #: Most values kept in memory for the whole (n, n_rounds, n_keep) array (1 GiB of float64).
 _MAX_VALUES = 2**27
