@@ -39,6 +39,8 @@ from skmip.calibration.swap.multi_certify import gradient_rounding
 
 #: Elements of one (rows x pairs) array of the gradients.
 _ROW_ELEMENTS = 2**21
+#: Elements of one (pairs x parameters x rows) stack of the exact solves' Hessian products.
+_SOLVE_ELEMENTS = 2**22
 #: A pair whose bound exceeds its estimate by more than this fraction (plus 1% of the fit's
 #: median estimate) is solved exactly.
 _FALLBACK_RTOL = 0.1
@@ -153,30 +155,60 @@ class StrongBlock:
         return step - (kx * (fx * step).sum(-1) / (1.0 + kx * (fx * ax).sum(-1)))[:, None] * ax
 
     def solve(self, e, x, start):
-        """Generalised Newton (damped) on the objective of :math:`H - e + x` from ``start``:
-        the change of the block's minimiser from the fit (only steers: it is certified by its
-        gradient)."""
+        r"""Generalised Newton (damped) on the objectives of :math:`H - e + x`, stacked over the
+        pairs ``(e[i], x[i])`` from ``start`` (rows of parameters): each pair's change of the
+        block's minimiser from the fit (only steers: it is certified by its gradient).
+
+        Each pair's rows are H's rows weighted by a mask (0 where e leaves) plus the target's
+        row: its Hessian is one matrix product over the rows of a stack, its step one solve of
+        the stack, its damping its own (:func:`~.polish._damped_step` takes a step per pair);
+        a pair stops on its own test (a step that no longer descends, or one at rounding level).
+        """
         from skmip.calibration.swap.polish import _damped_step
 
-        glm, P = self.glm, self.P
-        rows = np.sort(np.r_[self.H[self.H != e], x])
-        F = glm.features[rows]
+        glm, F, P, H = self.glm, self.F, self.P, self.H[:, None]
+        keep = (self.H[:, None] != np.asarray(e)[None, :]).astype(np.float64)  # (k, pairs): e leaves
+        fx = glm.features[x]
 
-        def gradient(theta):
-            return F.T @ glm.dloss(F @ theta, rows) + P @ theta
+        def gradient(theta, j):
+            return (glm.dloss(F @ theta.T, H) * keep[:, j]).T @ F + theta @ P + (
+                glm.dloss((fx[j] * theta).sum(-1), x[j])[:, None] * fx[j])
 
         theta = np.where(np.isfinite(start), start, self.theta0)
-        grad = gradient(theta)
+        live = np.arange(len(x))
+        grad = gradient(theta, live)
         for _ in range(100):
-            hess = (F.T * glm.d2loss(F @ theta, rows)) @ F + P
-            step = linalg.cho_solve(linalg.cho_factor(hess, lower=True, check_finite=False), grad, check_finite=False)
-            if not np.all(np.isfinite(step)) or float(step @ grad) <= 1e-28 * (1.0 + float(theta @ theta)):
+            th = theta[live]
+            curv = glm.d2loss(F @ th.T, H) * keep[:, live]
+            hess = np.matmul(F.T[None] * curv.T[:, None, :], F) + P
+            hess += glm.d2loss((fx[live] * th).sum(-1), x[live])[:, None, None] * (fx[live][:, :, None] * fx[live][:, None])
+            step = _stacked_solve(hess, grad)
+            go = np.isfinite(step).all(-1) & ((step * grad).sum(-1) > 1e-28 * (1.0 + (th * th).sum(-1)))
+            live, th, step = live[go], th[go], step[go]
+            if not live.size:
                 break
-            move, grad = _damped_step(gradient, theta, step, grad)
-            theta = theta - move
-            if np.linalg.norm(move) <= 1e-15 * (1.0 + np.linalg.norm(theta)):
+            move, grad = _damped_step(lambda t, j=live: gradient(t, j), th, step, grad[go])
+            theta[live] = th = th - move
+            go = np.linalg.norm(move, axis=-1) > 1e-15 * (1.0 + np.linalg.norm(th, axis=-1))
+            live, grad = live[go], grad[go]
+            if not live.size:
                 break
         return theta - self.theta0
+
+
+def _stacked_solve(hess, grad):
+    """:math:`A_i^{-1}g_i` for a stack of positive definite matrices; a pair whose matrix the
+    solver rejects gets a non-finite step (it stops where it is: the solve only steers)."""
+    try:
+        return np.linalg.solve(hess, grad[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        out = np.full(grad.shape, np.nan)
+        for i, (A, g) in enumerate(zip(hess, grad)):
+            try:
+                out[i] = np.linalg.solve(A, g)
+            except np.linalg.LinAlgError:
+                pass
+        return out
 
 
 def _hypot(parts):
@@ -302,28 +334,59 @@ class StrongCertifier:
 
     def tighten(self, dist, certified, x_rows, e_rows, c_e, c_x, det):
         """Exact solves for the pairs whose bound exceeds the estimate by more than 10% (+ the
-        floor), from the last point :meth:`bound` reached; a block whose own term there is
-        rounding keeps it (steering: the bound is :meth:`_certify` at the point reached)."""
+        floor), from the last point :meth:`bound` reached, every new pair of the fit at once
+        (:meth:`StrongBlock.solve`; each pair (e, x) once per fit: its first occurrence); a
+        block whose own term there is rounding keeps it (steering: the bound is
+        :meth:`_certify` at the point reached)."""
         loose = self._loose(certified, dist)
         if not loose.any():
             return certified
-        out = certified.copy()
         shape = np.shape(dist)
-        x_rows, e_rows = (np.broadcast_to(v, shape) for v in (x_rows, e_rows))
-        last_shape, last, norms = self._last
+        last_shape = self._last[0]
         if last_shape != shape:
             raise RuntimeError("StrongCertifier.tighten follows bound on the same pairs.")
-        for idx in zip(*np.nonzero(loose)):
-            e, x = int(e_rows[idx]), int(x_rows[idx])
-            if (e, x) not in self.cache:
-                flat = np.ravel_multi_index(idx, shape)
-                settled = _EXACT_SHARE * (float(dist[idx]) + self.floor)
-                deltas = [L[flat][None] if np.sqrt(self.nu) * norms[c, flat] <= settled
-                          else b.solve(e, x, b.theta0 + L[flat])[None]
-                          for c, (b, L) in enumerate(zip(self.blocks, last))]
-                self.cache[(e, x)] = float(self._certify(np.array([e]), np.array([x]), deltas)[0][0])
-            out[idx] = min(out[idx], self.cache[(e, x)])
+        flat = np.flatnonzero(loose)
+        e, x = (np.broadcast_to(v, shape).ravel()[flat] for v in (e_rows, x_rows))
+        keys = list(zip(e.tolist(), x.tolist()))
+        new = {}
+        for i, key in enumerate(keys):
+            if key not in self.cache:
+                new.setdefault(key, i)
+        if new:
+            sel = np.fromiter(new.values(), dtype=np.intp, count=len(new))
+            d = np.broadcast_to(dist, shape).ravel()[flat[sel]]
+            self.cache.update(zip(new, self._solved(e[sel], x[sel], flat[sel], d).tolist()))
+        out = np.array(certified, dtype=np.float64).reshape(-1)
+        out[flat] = np.minimum(out[flat], [self.cache[key] for key in keys])
+        return out.reshape(shape)
+
+    def _solved(self, e, x, at, dist):
+        """The certified bounds of pairs ``(e, x)`` (their places ``at`` in :meth:`bound`'s
+        layout, their estimates ``dist``) at :meth:`exact_points`, in chunks of
+        :data:`_SOLVE_ELEMENTS`."""
+        width = max(1, _SOLVE_ELEMENTS // (self.k * max(b.theta0.size for b in self.blocks)))
+        out = np.empty(e.size)
+        for a in range(0, e.size, width):
+            j = slice(a, a + width)
+            out[j] = self._certify(e[j], x[j], self.exact_points(e[j], x[j], at[j], dist[j]))[0]
         return out
+
+    def exact_points(self, e, x, at, dist):
+        """Each block's change for pairs ``(e, x)`` (places ``at`` in :meth:`bound`'s layout,
+        estimates ``dist``): its exact solve (:meth:`StrongBlock.solve`) from the last point
+        :meth:`bound` reached, or that point where the block's own term there is at most
+        :data:`_EXACT_SHARE` of the estimate (+ the floor)."""
+        _, last, norms = self._last
+        settled = _EXACT_SHARE * (dist + self.floor)
+        deltas = []
+        for c, (b, L) in enumerate(zip(self.blocks, last)):
+            D = L[at]
+            solve = ~(np.sqrt(self.nu) * norms[c, at] <= settled)
+            if solve.any():
+                with np.errstate(invalid="ignore", over="ignore"):
+                    D[solve] = b.solve(e[solve], x[solve], b.theta0 + D[solve])
+            deltas.append(D)
+        return deltas
 
 
 def strong_certifier(parts, whitener):
