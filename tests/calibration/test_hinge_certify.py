@@ -204,7 +204,7 @@ def _one_pair_tighten(cert, dist, bound, e_rows, x_rows):
     gradient term is :math:`\\sqrt\\nu\\,(\\sum_c\\|\\nabla F_c\\|_{P_c^{-1}}^2)^{1/2}` there."""
     from skmip.calibration.swap import hinge_certify as hc
 
-    shape, last, norms = cert._last
+    shape, last, norms = cert._estimates
     e_rows, x_rows = (np.broadcast_to(v, shape) for v in (e_rows, x_rows))
     out, term = np.array(bound, dtype=float), np.zeros(shape)
     for idx in zip(*np.nonzero(cert._loose(bound, dist))):
@@ -214,7 +214,7 @@ def _one_pair_tighten(cert, dist, bound, e_rows, x_rows):
                   else _one_pair_solve(b, e, x, b.theta0 + L[flat])[None]
                   for c, (b, L) in enumerate(zip(cert.blocks, last))]
         parts = np.empty((len(cert.blocks), 1))
-        out[idx] = min(out[idx], float(cert._certify(np.array([e]), np.array([x]), deltas, parts)[0][0]))
+        out[idx] = min(out[idx], float(cert._certify(np.array([e]), np.array([x]), deltas, parts)[0]))
         term[idx] = np.sqrt(cert.nu) * np.sqrt((parts**2).sum())
     return out, term
 
@@ -249,7 +249,7 @@ def test_the_stacked_solves_match_the_one_pair_path_and_bound_the_refits(name, K
     # The stacked path's gradient terms at its points (each loose pair is new to the cache here).
     e, x = (np.broadcast_to(v, dist.shape).ravel()[at] for v in (e_rows, x_rows))
     parts = np.empty((len(blocks), at.size))
-    again = cert._certify(e, x, cert.exact_points(e, x, at, dist.ravel()[at]), parts)[0]
+    again = cert._certify(e, x, cert.exact_points(e, x, at, dist.ravel()[at]), parts)
     np.testing.assert_allclose(solved.ravel()[at], again, rtol=1e-12)
     gap = np.abs(solved.ravel()[at] - reference.ravel()[at])
     allowed = 2.0 * (term.ravel()[at] + np.sqrt(cert.nu) * np.sqrt((parts**2).sum(0))) + 1e-12 * reference.ravel()[at]
