@@ -26,8 +26,7 @@ apart and :math:`\nu = \max_c\nu_c`). One block is the binary case.
 The engine's model is exact for a pair that moves no row across its kink, where the gradient
 at its estimate vanishes to rounding; the others are solved by generalised Newton steps
 (finite on a piecewise-quadratic objective), all the loose pairs of a fit at once, and certified
-the same way. docs/coupling.md,
-"Certified distances", *The squared hinge*.
+the same way. docs/coupling.md, "Certified distances", *The squared hinge*.
 """
 
 from __future__ import annotations
@@ -40,7 +39,8 @@ from skmip.calibration.swap.multi_certify import gradient_rounding
 
 #: Elements of one (rows x pairs) array of the gradients.
 _ROW_ELEMENTS = 2**21
-#: Elements of one (pairs x parameters x rows) stack of the exact solves' Hessian products.
+#: Elements of one (pairs x rows x parameters) stack of the exact solves' rows (the most a
+#: Hessian update gathers).
 _SOLVE_ELEMENTS = 2**22
 #: A pair whose bound exceeds its estimate by more than this fraction (plus 1% of the fit's
 #: median estimate) is solved exactly.
@@ -142,9 +142,10 @@ class StrongBlock:
         block's minimiser from the fit (only steers: it is certified by its gradient).
 
         Each pair's rows are H's rows weighted by a mask (0 where e leaves) plus the target's
-        row: its Hessian is one matrix product over the rows of a stack, its step one solve of
-        the stack, its damping its own (:func:`~.polish._damped_step` takes a step per pair);
-        a pair stops on its own test (a step that no longer descends, or one at rounding level).
+        row: its Hessian is the fit's updated by the rows whose curvature moved
+        (:meth:`_hessians`), its step one solve of the stack, its damping its own
+        (:func:`~.polish._damped_step` takes a step per pair); a pair stops on its own test (a
+        step that no longer descends, or one at rounding level).
         """
         from skmip.calibration.swap.polish import _damped_step
 
@@ -162,7 +163,8 @@ class StrongBlock:
         for _ in range(100):
             th = theta[live]
             hess = self._hessians(glm.d2loss(F @ th.T, H) * keep[:, live])
-            hess += glm.d2loss((fx[live] * th).sum(-1), x[live])[:, None, None] * (fx[live][:, :, None] * fx[live][:, None])
+            fl = fx[live]
+            hess += glm.d2loss((fl * th).sum(-1), x[live])[:, None, None] * (fl[:, :, None] * fl[:, None])
             step = _stacked_solve(hess, grad)
             go = np.isfinite(step).all(-1) & ((step * grad).sum(-1) > 1e-28 * (1.0 + (th * th).sum(-1)))
             live, th, step = live[go], th[go], step[go]
@@ -275,7 +277,7 @@ class StrongCertifier:
         out = np.empty(e.size)
         # Each pair's estimate and its blocks' gradient norms there, for tighten.
         self._estimates = (shape, [np.empty((e.size, b.theta0.size)) for b in self.blocks],
-                      np.empty((len(self.blocks), e.size)))
+                           np.empty((len(self.blocks), e.size)))
         width = max(1, _ROW_ELEMENTS // max(self.k, 1))
         for a in range(0, e.size, width):
             j = slice(a, a + width)
