@@ -1,7 +1,7 @@
 """Certified coupling calibration of ``LinearSVC`` (the squared hinge): CPU time, noise and accuracy.
 
 Run:  OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONPATH=<tree> python benchmarks/bench_linear_svc.py
-      [--cases breast_cancer iris] [--eta 0.2] [--iris-rounds 400]
+      [--cases breast_cancer iris] [--eta 0.2] [--iris-rounds 400] [--smoke]
 
 Two cases, each ``MIPNoiseWrapper(LinearSVC(C=0.1), eta, method="coupling", random_state=0)``:
 
@@ -13,15 +13,16 @@ Two cases, each ``MIPNoiseWrapper(LinearSVC(C=0.1), eta, method="coupling", rand
 
 Each prints the wrapper fit's CPU time (``time.process_time``), ``noise_scale_``,
 ``coupling_eta_upper_``, ``coupling_certified_`` and the test accuracy. Run it once per tree
-(``PYTHONPATH``) to compare two commits side by side. Results: docs/benchmarks.md.
+(``PYTHONPATH``) to compare two commits side by side. ``--smoke``: iris at 60 rounds only.
+Results: docs/benchmarks.md.
 """
 
 from __future__ import annotations
 
-import argparse
 import time
 import warnings
 
+import _harness as H  # the script's folder is on sys.path
 import numpy as np
 from sklearn.datasets import load_breast_cancer, load_iris
 from sklearn.model_selection import train_test_split
@@ -56,12 +57,12 @@ def run(name, eta, iris_rounds):
           f"test accuracy {wrapper.score(Xte, yte):.4f}", flush=True)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv=None):
+    parser = H.parser(__doc__)
     parser.add_argument("--cases", nargs="+", default=["breast_cancer", "iris"], choices=["breast_cancer", "iris"])
     parser.add_argument("--eta", type=float, default=0.2)
     parser.add_argument("--iris-rounds", type=int, default=400)
-    args = parser.parse_args()
+    args = H.parse(parser, argv, smoke=dict(cases=["iris"], iris_rounds=60))
     for name in args.cases:
         run(name, args.eta, args.iris_rounds)
 
