@@ -12,7 +12,8 @@ from skmip.calibration.swap import get_smooth_loss, polish_to_minimiser
 from skmip.calibration.swap.certify import RELEASE_TOL
 from skmip.calibration.swap.release import check_release, release_error
 from skmip.calibration.swap.hinge_certify import strong_certifier
-from skmip.calibration.swap.influence import _assemble_sq, _certified_pairs, _prepare, _strong_stack, certifiable
+from skmip.calibration.swap.influence import (_assemble_sq, _certified_pairs, _closed_form_pairs, _prepare,
+                                             _strong_stack, certifiable)
 from skmip.calibration.swap.newton import _pair_coefficients
 from skmip.calibration.swap.polish import SolverFits, _factor, _regulariser_hessian
 from skmip.calibration.swap.whitening import _Whitener
@@ -167,3 +168,92 @@ def test_the_wrapper_promises_eta_for_linear_svc(dataset, shape):
     released = w.estimator_  # the user's LinearSVC, one row of coef_ per problem
     assert isinstance(released, LinearSVC) and released.coef_.shape == shape and released.intercept_.shape == shape[:1]
     np.testing.assert_array_equal(released.classes_, np.unique(y))
+
+
+def _one_pair_solve(block, e, x, start):
+    """The one-pair generalised Newton the stacked solve replaced (the oracle of the next test):
+    the objective of H - e + x formed on its own rows, a Cholesky solve, the damped step."""
+    from scipy import linalg
+
+    from skmip.calibration.swap.polish import _damped_step
+
+    glm, P = block.glm, block.P
+    rows = np.sort(np.r_[block.H[block.H != e], x])
+    F = glm.features[rows]
+
+    def gradient(theta):
+        return F.T @ glm.dloss(F @ theta, rows) + P @ theta
+
+    theta = np.where(np.isfinite(start), start, block.theta0)
+    grad = gradient(theta)
+    for _ in range(100):
+        hess = (F.T * glm.d2loss(F @ theta, rows)) @ F + P
+        step = linalg.cho_solve(linalg.cho_factor(hess, lower=True), grad)
+        if not np.all(np.isfinite(step)) or float(step @ grad) <= 1e-28 * (1.0 + float(theta @ theta)):
+            break
+        move, grad = _damped_step(gradient, theta, step, grad)
+        theta = theta - move
+        if np.linalg.norm(move) <= 1e-15 * (1.0 + np.linalg.norm(theta)):
+            break
+    return theta - block.theta0
+
+
+def _one_pair_tighten(cert, dist, bound, e_rows, x_rows):
+    """``(bounds, gradient terms)`` of the loose pairs one at a time (the path before the stacked
+    solve): each block solved by :func:`_one_pair_solve` unless its own term is rounding; the
+    gradient term is :math:`\\sqrt\\nu\\,(\\sum_c\\|\\nabla F_c\\|_{P_c^{-1}}^2)^{1/2}` there."""
+    from skmip.calibration.swap import hinge_certify as hc
+
+    shape, last, norms = cert._estimates
+    e_rows, x_rows = (np.broadcast_to(v, shape) for v in (e_rows, x_rows))
+    out, term = np.array(bound, dtype=float), np.zeros(shape)
+    for idx in zip(*np.nonzero(cert._loose(bound, dist))):
+        e, x, flat = int(e_rows[idx]), int(x_rows[idx]), np.ravel_multi_index(idx, shape)
+        settled = hc._EXACT_SHARE * (float(dist[idx]) + cert.floor)
+        deltas = [L[flat][None] if np.sqrt(cert.nu) * norms[c, flat] <= settled
+                  else _one_pair_solve(b, e, x, b.theta0 + L[flat])[None]
+                  for c, (b, L) in enumerate(zip(cert.blocks, last))]
+        parts = np.empty((len(cert.blocks), 1))
+        out[idx] = min(out[idx], float(cert._certify(np.array([e]), np.array([x]), deltas, parts)[0]))
+        term[idx] = np.sqrt(cert.nu) * np.sqrt((parts**2).sum())
+    return out, term
+
+
+@pytest.mark.parametrize("name, K, C", [("outliers", 2, 1.0), ("outliers", 2, 10.0), ("separable", 2, 1.0),
+                                        ("outliers", 3, 10.0), ("rare", 4, 10.0), ("separable", 3, 1.0)])
+def test_the_stacked_solves_match_the_one_pair_path_and_bound_the_refits(name, K, C):
+    """Pair for pair, the stacked exact solves of ``tighten`` give bounds >= the exact refits'
+    distances and equal to the one-pair path's up to the two points' certified errors: each bound
+    is :math:`\\|W\\Delta\\| + \\sqrt\\nu G + c` at its own point, and by strong convexity
+    :math:`\\|W(\\Delta - \\Delta^*)\\| \\le \\sqrt\\nu G` for each, so the two differ by at most
+    :math:`\\sqrt\\nu(G_1 + G_2)` in the first term and :math:`\\sqrt\\nu|G_1 - G_2|` in the
+    second: at most :math:`2\\sqrt\\nu(G_1 + G_2)` (both at the exact minimiser up to rounding,
+    where G is the gradient's rounding allowance), and the final sums' relative rounding."""
+    X, y = _data(name) if K == 2 else _ovr_data(name, K)
+    H = np.r_[1:9] if K == 2 else np.arange(12)
+    targets = np.setdiff1d(np.arange(len(X)), H)
+    est = _fit(C, X, y, H)
+    blocks = get_smooth_loss(est).blocks(est, X, y, H, None)
+    D = blocks[0].theta.size * len(blocks)
+    scale = np.diag(np.linspace(0.5, 2.0, D)) + np.tril(np.full((D, D), 0.1), -1)  # a full noise shape
+    whitener = _Whitener(scale)
+    factors = [_factor(b) for b in blocks]
+    cert = _strong_stack(blocks, factors, SolverFits(None, None, None, None, None), H, whitener)
+    sides = [(_prepare(b, f, H, whitener, True), _prepare(b, f, targets, whitener, True), b.glm)
+             for b, f in zip(blocks, factors)]
+    dist, bound, c_e, c_x, det, e_rows, x_rows = _closed_form_pairs(cert, sides, whitener, True)
+    reference, term = _one_pair_tighten(cert, dist, bound, e_rows, x_rows)
+    solved = cert.tighten(dist, bound, x_rows, e_rows, c_e, c_x, det)
+    at = np.flatnonzero(cert._loose(bound, dist))
+    assert at.size >= 5  # the exact solves are exercised
+    # The stacked path's gradient terms at its points (each loose pair is new to the cache here).
+    e, x = (np.broadcast_to(v, dist.shape).ravel()[at] for v in (e_rows, x_rows))
+    parts = np.empty((len(blocks), at.size))
+    again = cert._certify(e, x, cert.exact_points(e, x, at, dist.ravel()[at]), parts)
+    np.testing.assert_allclose(solved.ravel()[at], again, rtol=1e-12)
+    gap = np.abs(solved.ravel()[at] - reference.ravel()[at])
+    allowed = 2.0 * (term.ravel()[at] + np.sqrt(cert.nu) * np.sqrt((parts**2).sum(0))) + 1e-12 * reference.ravel()[at]
+    assert np.all(gap <= allowed), (gap.max(), allowed.min())
+    np.testing.assert_array_equal(solved.ravel()[~np.isin(np.arange(dist.size), at)],
+                                  bound.ravel()[~np.isin(np.arange(dist.size), at)])
+    _check_against_refits(C, X, y, H, targets, _vector(est), np.linalg.inv(scale), solved, dist)

@@ -25,8 +25,8 @@ apart and :math:`\nu = \max_c\nu_c`). One block is the binary case.
 
 The engine's model is exact for a pair that moves no row across its kink, where the gradient
 at its estimate vanishes to rounding; the others are solved by generalised Newton steps
-(finite on a piecewise-quadratic objective) and certified the same way. docs/coupling.md,
-"Certified distances", *The squared hinge*.
+(finite on a piecewise-quadratic objective), all the loose pairs of a fit at once, and certified
+the same way. docs/coupling.md, "Certified distances", *The squared hinge*.
 """
 
 from __future__ import annotations
@@ -39,13 +39,14 @@ from skmip.calibration.swap.multi_certify import gradient_rounding
 
 #: Elements of one (rows x pairs) array of the gradients.
 _ROW_ELEMENTS = 2**21
+#: Elements of one (pairs x rows x parameters) stack of the exact solves' rows (the most a
+#: Hessian update gathers).
+_SOLVE_ELEMENTS = 2**22
 #: A pair whose bound exceeds its estimate by more than this fraction (plus 1% of the fit's
 #: median estimate) is solved exactly.
 _FALLBACK_RTOL = 0.1
 _U = 2.0**-53
-#: Chord steps (:meth:`StrongBlock.chord`) for a pair whose bound at the estimate is loose.
-_CHORD_STEPS = 4
-#: A block of a loose pair is solved exactly unless its own term at the last point is at most this
+#: A block of a loose pair is solved exactly unless its own term at the estimate is at most this
 #: fraction of the pair's estimate (plus the fit's floor), rounding: the bound then exceeds the
 #: exact distance by at most ``2 sqrt(K)`` times it besides the fit's own error and the releases'
 #: allowance (steering only; the bound is the formula at the point reached).
@@ -96,6 +97,8 @@ class StrongBlock:
         self.theta_norm = float(np.linalg.norm(theta0))
         self.sum_d1 = float(self.xnorm @ np.abs(self.d1))
         self.r0 = self.F.T @ self.d1 + P @ theta0
+        self.d2 = glm.d2loss(self.m0, self.H)
+        self.hessian = (self.F.T * self.d2) @ self.F + P  # K, which the exact solves update
         self._position = {int(h): i for i, h in enumerate(self.H)}
         #: :math:`\|\nabla F_H(\theta_0)\|_{P^{-1}}` rounded up: the fit's own residual.
         self.out_norm = float(self._p_norm_of(self.r0[None], self._slack(0.0, 0.0, 0.0))[0])
@@ -133,50 +136,76 @@ class StrongBlock:
         sum_x = nx * np.abs(gx) + 2.0 * (self.theta_norm + step_norm) * nx**2 * glm.lipschitz[x] + 8.0 * nx * glm.lipschitz[x]
         return g, self._p_norm_of(g, self._slack(sum_moved, sum_x, step_norm))
 
-    def chord(self, e, x, Delta, g):
-        r"""The step :math:`M^{-1}g`, :math:`M = K - \ell_e''x_ex_e^\top + \ell_x''x_xx_x^\top` (the
-        fit's Hessian with e's curvature at the fit removed and the target's at the current point
-        added, by Sherman-Morrison). It only steers: rows that crossed their kinks are what
-        it misses, and the bound is certified at every point."""
-        glm, hinv = self.glm, self.hinv
-        fe, fx = glm.features[e], glm.features[x]
-        ke = glm.d2loss(glm.margins[e], e)
-        xe = fe @ hinv
-        den = 1.0 - ke * (fe * xe).sum(-1)
-        ce = np.where(den > 0.05, ke / np.where(den > 0.05, den, 1.0), 0.0)  # A = K - l_e'' x_e x_e'
-
-        def a_inv(v):
-            return v @ hinv + (ce * (xe * v).sum(-1))[:, None] * xe
-
-        step, ax = a_inv(g), a_inv(fx)
-        kx = glm.d2loss((fx * (self.theta0 + Delta)).sum(-1), x)
-        return step - (kx * (fx * step).sum(-1) / (1.0 + kx * (fx * ax).sum(-1)))[:, None] * ax
-
     def solve(self, e, x, start):
-        """Generalised Newton (damped) on the objective of :math:`H - e + x` from ``start``:
-        the change of the block's minimiser from the fit (only steers: it is certified by its
-        gradient)."""
+        r"""Generalised Newton (damped) on the objectives of :math:`H - e + x`, stacked over the
+        pairs ``(e[i], x[i])`` from ``start`` (rows of parameters): each pair's change of the
+        block's minimiser from the fit (only steers: it is certified by its gradient).
+
+        Each pair's rows are H's rows weighted by a mask (0 where e leaves) plus the target's
+        row: its Hessian is the fit's updated by the rows whose curvature moved
+        (:meth:`_hessians`), its step one solve of the stack, its damping its own
+        (:func:`~.polish._damped_step` takes a step per pair); a pair stops on its own test (a
+        step that no longer descends, or one at rounding level).
+        """
         from skmip.calibration.swap.polish import _damped_step
 
-        glm, P = self.glm, self.P
-        rows = np.sort(np.r_[self.H[self.H != e], x])
-        F = glm.features[rows]
+        glm, F, P, H = self.glm, self.F, self.P, self.H[:, None]
+        keep = (self.H[:, None] != np.asarray(e)[None, :]).astype(np.float64)  # (k, pairs): e leaves
+        fx = glm.features[x]
 
-        def gradient(theta):
-            return F.T @ glm.dloss(F @ theta, rows) + P @ theta
+        def gradient(theta, j):
+            return (glm.dloss(F @ theta.T, H) * keep[:, j]).T @ F + theta @ P + (
+                glm.dloss((fx[j] * theta).sum(-1), x[j])[:, None] * fx[j])
 
         theta = np.where(np.isfinite(start), start, self.theta0)
-        grad = gradient(theta)
+        live = np.arange(len(x))
+        grad = gradient(theta, live)
         for _ in range(100):
-            hess = (F.T * glm.d2loss(F @ theta, rows)) @ F + P
-            step = linalg.cho_solve(linalg.cho_factor(hess, lower=True, check_finite=False), grad, check_finite=False)
-            if not np.all(np.isfinite(step)) or float(step @ grad) <= 1e-28 * (1.0 + float(theta @ theta)):
+            th = theta[live]
+            hess = self._hessians(glm.d2loss(F @ th.T, H) * keep[:, live])
+            fl = fx[live]
+            hess += glm.d2loss((fl * th).sum(-1), x[live])[:, None, None] * (fl[:, :, None] * fl[:, None])
+            step = _stacked_solve(hess, grad)
+            go = np.isfinite(step).all(-1) & ((step * grad).sum(-1) > 1e-28 * (1.0 + (th * th).sum(-1)))
+            live, th, step = live[go], th[go], step[go]
+            if not live.size:
                 break
-            move, grad = _damped_step(gradient, theta, step, grad)
-            theta = theta - move
-            if np.linalg.norm(move) <= 1e-15 * (1.0 + np.linalg.norm(theta)):
+            move, grad = _damped_step(lambda t, j=live: gradient(t, j), th, step, grad[go])
+            theta[live] = th = th - move
+            go = np.linalg.norm(move, axis=-1) > 1e-15 * (1.0 + np.linalg.norm(th, axis=-1))
+            live, grad = live[go], grad[go]
+            if not live.size:
                 break
         return theta - self.theta0
+
+    def _hessians(self, curv):
+        r"""The Hessians :math:`\sum_i c_{ip}x_ix_i^\top + P` over H's rows of curvatures ``curv``
+        (rows, pairs): the fit's, :math:`K`, plus the rows whose curvature differs from the fit's
+        (the squared hinge's: those that crossed their kinks, and e), gathered per pair."""
+        diff = curv - self.d2[:, None]
+        moved = diff != 0.0
+        r = int(moved.sum(axis=0).max(initial=0))
+        out = np.repeat(self.hessian[None], curv.shape[1], axis=0)
+        if r:
+            order = np.argsort(~moved, axis=0, kind="stable")[:r]  # each pair's moved rows first
+            G = self.F[order].transpose(1, 0, 2)  # (pairs, r, D); the padding's weight is 0
+            out += np.matmul(G.transpose(0, 2, 1) * np.take_along_axis(diff, order, axis=0).T[:, None, :], G)
+        return out
+
+
+def _stacked_solve(hess, grad):
+    """:math:`A_i^{-1}g_i` for a stack of positive definite matrices; a pair whose matrix the
+    solver rejects gets a non-finite step (it stops where it is: the solve only steers)."""
+    try:
+        return np.linalg.solve(hess, grad[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        out = np.full(grad.shape, np.nan)
+        for i, (A, g) in enumerate(zip(hess, grad)):
+            try:
+                out[i] = np.linalg.solve(A, g)
+            except np.linalg.LinAlgError:
+                pass
+        return out
 
 
 def _hypot(parts):
@@ -235,9 +264,8 @@ class StrongCertifier:
     def bound(self, dist, norms_e, norms_x, c_e, c_x, det, e_rows, x_rows):
         r"""Certified bounds for pairs laid out as ``dist`` (block :math:`c`'s estimate
         :math:`\Delta_c = K_c^{-1}(c_{e,c}x_e - c_{x,c}x_x)`): the gradients over the rows at the
-        estimate and, for pairs more than 10% (+ the floor) above their estimate, at up to
-        :data:`_CHORD_STEPS` chord points (:meth:`StrongBlock.chord`), and strong convexity; the
-        smallest. The last points are kept for :meth:`tighten`."""
+        estimate, and strong convexity. The estimates and their blocks' gradient norms are kept
+        for :meth:`tighten`."""
         shape = np.shape(dist)
         c_e, c_x = (v if isinstance(v, (list, tuple)) else [v] for v in (c_e, c_x))
         e, x = (np.broadcast_to(v, shape).ravel() for v in (e_rows, x_rows))
@@ -247,83 +275,91 @@ class StrongCertifier:
             finite = dist[np.isfinite(dist)]
             self.floor = 0.01 * float(np.median(finite)) if finite.size else 0.0
         out = np.empty(e.size)
-        # Each pair's last point and its blocks' gradient norms there, for tighten.
-        self._last = (shape, [np.empty((e.size, b.theta0.size)) for b in self.blocks],
-                      np.empty((len(self.blocks), e.size)))
+        # Each pair's estimate and its blocks' gradient norms there, for tighten.
+        self._estimates = (shape, [np.empty((e.size, b.theta0.size)) for b in self.blocks],
+                           np.empty((len(self.blocks), e.size)))
         width = max(1, _ROW_ELEMENTS // max(self.k, 1))
         for a in range(0, e.size, width):
             j = slice(a, a + width)
             with np.errstate(invalid="ignore", over="ignore"):
-                deltas = [b.step(e[j], x[j], ce_b[j], cx_b[j]) for b, ce_b, cx_b in zip(self.blocks, ce, cx)]
-            out[j] = self._chord_points(e[j], x[j], deltas, dist[j], [D[j] for D in self._last[1]],
-                                        self._last[2][:, j])
+                for b, L, ce_b, cx_b in zip(self.blocks, self._estimates[1], ce, cx):
+                    L[j] = b.step(e[j], x[j], ce_b[j], cx_b[j])
+            out[j] = self._certify(e[j], x[j], [L[j] for L in self._estimates[1]], self._estimates[2][:, j])
         return out.reshape(shape)
 
     def _loose(self, bound, dist):
         return ~(bound <= dist * (1.0 + _FALLBACK_RTOL) + self.floor + 1e-12)
 
-    def _chord_points(self, e, x, deltas, dist, last, norms):
-        """The smallest bound over the estimate and the chord points of the pairs still loose;
-        the last points into ``last`` and their gradient norms into ``norms``."""
-        best, grads = self._certify(e, x, deltas, norms)
-        for D, L in zip(deltas, last):
-            L[...] = D
-        live = self._loose(best, dist)
-        for _ in range(_CHORD_STEPS):
-            idx = np.flatnonzero(live)
-            if not idx.size:
-                break
-            with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-                moved = [L[idx] - b.chord(e[idx], x[idx], L[idx], g[idx]) for b, L, g in zip(self.blocks, last, grads)]
-            sub = np.empty((len(self.blocks), idx.size))
-            bound, g_new = self._certify(e[idx], x[idx], moved, sub)
-            better = bound < best[idx]
-            best[idx] = np.minimum(best[idx], bound)
-            for L, D, g, gn in zip(last, moved, grads, g_new):
-                L[idx[better]], g[idx[better]] = D[better], gn[better]
-            norms[:, idx[better]] = sub[:, better]
-            live[idx] = better & self._loose(bound, dist[idx])
-        return best
-
     def _certify(self, e, x, deltas, gnorms=None):
-        r"""``(bound, gradients)``: :math:`\|W\Delta\| + \sqrt\nu\,\|\nabla F_{\rm in}\|_{P^{-1}}` +
-        the fit's own error + the releases' allowance, for the point :math:`\theta_0 + \Delta` (any
-        point bounds the distance: a non-finite one is replaced by the fit itself), and each
-        block's gradient there; the blocks' gradient norms into ``gnorms`` (K, pairs) where given."""
+        r""":math:`\|W\Delta\| + \sqrt\nu\,\|\nabla F_{\rm in}\|_{P^{-1}}` + the fit's own error +
+        the releases' allowance, for the point :math:`\theta_0 + \Delta` (any point bounds the
+        distance: a non-finite one is replaced by the fit itself); the blocks' gradient norms into
+        ``gnorms`` (K, pairs) where given."""
         with np.errstate(invalid="ignore", over="ignore"):
             finite = np.logical_and.reduce([np.isfinite(D).all(axis=-1) for D in deltas])
             deltas = [np.where(finite[:, None], D, 0.0) for D in deltas]
-            grads, parts = zip(*(b.gradient(e, x, D) for b, D in zip(self.blocks, deltas)))
+            parts = [b.gradient(e, x, D)[1] for b, D in zip(self.blocks, deltas)]
             if gnorms is not None:
                 gnorms[...] = parts
             bound = (self._norm(deltas) + np.sqrt(self.nu) * _hypot(list(parts)) + self.out_error
                      + 2 * RELEASE_TOL) * (1.0 + _SUM_RTOL)
-        return np.where(np.isfinite(bound), bound, np.inf), list(grads)
+        return np.where(np.isfinite(bound), bound, np.inf)
 
     def tighten(self, dist, certified, x_rows, e_rows, c_e, c_x, det):
         """Exact solves for the pairs whose bound exceeds the estimate by more than 10% (+ the
-        floor), from the last point :meth:`bound` reached; a block whose own term there is
-        rounding keeps it (steering: the bound is :meth:`_certify` at the point reached)."""
+        floor), from the estimates :meth:`bound` certified, every new pair of the fit at once
+        (:meth:`StrongBlock.solve`; each pair (e, x) once per fit: its first occurrence); a
+        block whose own term there is rounding keeps it (steering: the bound is
+        :meth:`_certify` at the point reached)."""
         loose = self._loose(certified, dist)
         if not loose.any():
             return certified
-        out = certified.copy()
         shape = np.shape(dist)
-        x_rows, e_rows = (np.broadcast_to(v, shape) for v in (x_rows, e_rows))
-        last_shape, last, norms = self._last
-        if last_shape != shape:
+        known = self._estimates[0]
+        if known != shape:
             raise RuntimeError("StrongCertifier.tighten follows bound on the same pairs.")
-        for idx in zip(*np.nonzero(loose)):
-            e, x = int(e_rows[idx]), int(x_rows[idx])
-            if (e, x) not in self.cache:
-                flat = np.ravel_multi_index(idx, shape)
-                settled = _EXACT_SHARE * (float(dist[idx]) + self.floor)
-                deltas = [L[flat][None] if np.sqrt(self.nu) * norms[c, flat] <= settled
-                          else b.solve(e, x, b.theta0 + L[flat])[None]
-                          for c, (b, L) in enumerate(zip(self.blocks, last))]
-                self.cache[(e, x)] = float(self._certify(np.array([e]), np.array([x]), deltas)[0][0])
-            out[idx] = min(out[idx], self.cache[(e, x)])
+        flat = np.flatnonzero(loose)
+        e, x = (np.broadcast_to(v, shape).ravel()[flat] for v in (e_rows, x_rows))
+        keys = list(zip(e.tolist(), x.tolist()))
+        new = {}
+        for i, key in enumerate(keys):
+            if key not in self.cache:
+                new.setdefault(key, i)
+        if new:
+            sel = np.fromiter(new.values(), dtype=np.intp, count=len(new))
+            d = np.broadcast_to(dist, shape).ravel()[flat[sel]]
+            self.cache.update(zip(new, self._solved(e[sel], x[sel], flat[sel], d).tolist()))
+        out = np.array(certified, dtype=np.float64).reshape(-1)
+        out[flat] = np.minimum(out[flat], [self.cache[key] for key in keys])
+        return out.reshape(shape)
+
+    def _solved(self, e, x, at, dist):
+        """The certified bounds of pairs ``(e, x)`` (their places ``at`` in :meth:`bound`'s
+        layout, their estimates ``dist``) at :meth:`exact_points`, in chunks of
+        :data:`_SOLVE_ELEMENTS`."""
+        width = max(1, _SOLVE_ELEMENTS // (self.k * max(b.theta0.size for b in self.blocks)))
+        out = np.empty(e.size)
+        for a in range(0, e.size, width):
+            j = slice(a, a + width)
+            out[j] = self._certify(e[j], x[j], self.exact_points(e[j], x[j], at[j], dist[j]))
         return out
+
+    def exact_points(self, e, x, at, dist):
+        """Each block's change for pairs ``(e, x)`` (places ``at`` in :meth:`bound`'s layout,
+        estimates ``dist``): its exact solve (:meth:`StrongBlock.solve`) from the engine's estimate,
+        or that estimate where the block's own term there is at most
+        :data:`_EXACT_SHARE` of the estimate (+ the floor)."""
+        _, estimates, norms = self._estimates
+        settled = _EXACT_SHARE * (dist + self.floor)
+        deltas = []
+        for c, (b, L) in enumerate(zip(self.blocks, estimates)):
+            D = L[at]
+            solve = ~(np.sqrt(self.nu) * norms[c, at] <= settled)
+            if solve.any():
+                with np.errstate(invalid="ignore", over="ignore"):
+                    D[solve] = b.solve(e[solve], x[solve], b.theta0 + D[solve])
+            deltas.append(D)
+        return deltas
 
 
 def strong_certifier(parts, whitener):
