@@ -160,6 +160,29 @@ def test_row_sums_are_the_exact_sums_or_bound_them(split, monkeypatch):
             assert np.isnan(getattr(refined, name)[1]) or name in ("weighted", "squared")
 
 
+def test_stacked_row_sums_are_each_fits_exact_sums(monkeypatch):
+    # Three fits at once, two per temporary (the stack is split): each fit's sums are the
+    # definitions' (brute force) and RowSums.fill's, whatever fits are stacked beside it.
+    FH, curv, lev, unorm, F, hinv, H = _row_sums_case()
+    rng = np.random.default_rng(3)
+    scale = np.array([1.0, 0.5, 2.0])
+    curvs, unorms = np.stack([curv * s for s in scale]), np.stack([unorm, unorm[::-1], unorm * 3])
+    hinvs = np.stack([hinv * s for s in scale])
+    Hs = np.stack([H, H, rng.permutation(F.shape[0])[:H.size]])
+    xi = F @ hinvs  # (3, n, D)
+    monkeypatch.setattr(row_sums, "_SUMS_ELEMENTS", 2 * H.size * F.shape[0])
+    got = row_sums.stacked_row_sums(F[Hs], curvs, unorms, xi)
+    for b in range(3):
+        h = F[Hs[b]] @ hinvs[b] @ F.T
+        l, u = curvs[b][:, None], unorms[b][:, None]
+        exact = (np.abs(h).max(0), ((l * h**4).sum(0)) ** 0.25, np.sqrt((l * u * h**2).sum(0)),
+                 np.sqrt((l * u**2 * h**2).sum(0)))
+        alone = row_sums.RowSums(F, Hs[b], curvs[b], lev, unorms[b], hinv=hinvs[b])
+        for name, value, want in zip(("reach", "quartic", "weighted", "squared"), got, exact):
+            np.testing.assert_allclose(value[b], want, rtol=1e-12, err_msg=name)
+            np.testing.assert_allclose(value[b], getattr(alone, name), rtol=1e-14, err_msg=name)
+
+
 @pytest.mark.parametrize("density", [0.0, 1.0])  # the rest's rows dense, or kept sparse (CSR)
 def test_row_sums_rest_bounds_hold_on_one_hot_rows_with_a_unique_category(density, monkeypatch):
     # One-hot rows with a category only one row holds (curvature leverage near 1): the rest's

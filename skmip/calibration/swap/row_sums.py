@@ -27,12 +27,49 @@ _U = 2.0**-53
 
 
 def _column_sums(weights, M):
-    """``weights @ M`` for a stack of weight rows ``weights`` (r, m) as one matrix-matrix
-    product (a single row doubled: BLAS rounds a vector-matrix product by the alignment of its
-    operands), so that a column's sums do not depend on the columns beside it."""
-    if weights.shape[0] == 1:
-        return (np.repeat(weights, 2, axis=0) @ M)[:1]
+    """``weights @ M`` for weight rows ``weights`` (..., r, k) and ``M`` (..., k, m) as
+    matrix-matrix products (a single row doubled: BLAS rounds a vector-matrix product by the
+    alignment of its operands), so that a column's sums do not depend on the columns beside it
+    nor a fit's on the fits stacked beside it."""
+    if weights.shape[-2] == 1:
+        return (np.repeat(weights, 2, axis=-2) @ M)[..., :1, :]
     return weights @ M
+
+
+def _exact_sums(xS, l, lu, xi):
+    r"""The sums over the rows ``xS`` (..., s, D) of :math:`H` for the rows ``xi`` (..., m, D)
+    (their :math:`K^{-1}x_j`): ``(reach, quartic, weighted, squared)`` (..., m), with
+    ``reach`` :math:`= \max_i |h_{ij}|` and the other three the sums
+    :math:`\sum_i \ell_i'' h_{ij}^4`, :math:`\sum_i \ell_i'' u_i h_{ij}^2` and
+    :math:`\sum_i \ell_i'' u_i^2 h_{ij}^2` before their roots; ``l`` (..., s) the
+    :math:`\ell_i''` and ``lu`` (..., 2, s) the weights of the last two. For one fit or a
+    stack of fits (leading axes): each fit's products are its own BLAS calls."""
+    a_S = xS @ np.swapaxes(xi, -1, -2)
+    np.abs(a_S, out=a_S)  # (..., s, m): |h_ij|, i in S
+    reach = a_S.max(axis=-2) if l.shape[-1] else np.zeros(a_S.shape[:-2] + a_S.shape[-1:])
+    h2 = np.multiply(a_S, a_S, out=a_S)
+    # Matrix-matrix products: the distances must not depend on how rounds were split.
+    two = _column_sums(lu, h2)
+    quartic = _column_sums(l[..., None, :], np.multiply(h2, h2, out=h2))[..., 0, :]
+    return reach, quartic, two[..., 0, :], two[..., 1, :]
+
+
+def stacked_row_sums(FH, curv, unorm, xi):
+    r""":class:`RowSums`' ``(reach, quartic, weighted, squared)`` (B, n) of a stack of B fits
+    whose sums are not split (:attr:`RowSums.split`: every row of :math:`H` summed exactly),
+    for every row of :math:`\mathcal{D}`; ``FH`` (B, k, D) the rows of each :math:`H`,
+    ``curv``, ``unorm`` (B, k) their :math:`\ell_i''` and :math:`u_i`, ``xi`` (B, n, D) the
+    :math:`K^{-1}x_j`. A few fits at a time (``_SUMS_ELEMENTS`` per temporary); each fit's
+    arithmetic is :meth:`RowSums.fill`'s."""
+    B, k = curv.shape
+    lu = np.stack([curv * unorm, curv * unorm * unorm], axis=-2)  # (B, 2, k)
+    out = np.empty((4,) + xi.shape[:2])
+    width = max(1, _SUMS_ELEMENTS // max(k * xi.shape[1], 1))
+    for a in range(0, B, width):
+        c = slice(a, a + width)
+        out[:, c] = _exact_sums(FH[c], curv[c], lu[c], xi[c])
+    reach, quartic, weighted, squared = out
+    return reach, quartic**0.25, np.sqrt(weighted), np.sqrt(squared)
 
 
 def rows_times(A, B):
@@ -163,13 +200,7 @@ class RowSums:
         width = max(1, _SUMS_ELEMENTS // max(l.size, 1))  # (|S|, width) temporaries
         for a in range(0, rows.size, width):
             c = slice(a, a + width)
-            a_S = xS @ xi[c].T
-            np.abs(a_S, out=a_S)  # (|S|, chunk): |h_ij|, i in S
-            reach = a_S.max(axis=0) if l.size else np.zeros(a_S.shape[1])
-            h2 = np.multiply(a_S, a_S, out=a_S)
-            # Matrix-matrix products: the distances must not depend on how rounds were split.
-            weighted, squared = _column_sums(self._lu, h2)  # squared for now
-            quartic = _column_sums(l[None], np.multiply(h2, h2, out=h2))[0]  # to the 4th power for now
+            reach, quartic, weighted, squared = _exact_sums(xS, l, self._lu, xi[c])  # squared, 4th powers for now
             r = rows[c]
             if self.split:
                 self._reach_S[r], self._quartic_S[r] = reach, quartic

@@ -19,7 +19,7 @@ import numpy as np
 
 from skmip.calibration.swap.certify import FitCertificate, fit_constants
 from skmip.calibration.swap.pair_certifier import PairCertifier
-from skmip.calibration.swap.row_sums import _SUMS_CHUNK, RowSums
+from skmip.calibration.swap.row_sums import _SUMS_CHUNK, _SUMS_WORK, RowSums, stacked_row_sums
 from skmip.calibration.swap.second_stage import SecondStage, _mv, _vm
 
 
@@ -85,18 +85,24 @@ class StackCertifier(PairCertifier):
         B, n = H.shape[0], glm.features.shape[0]
         at_H = (np.arange(B)[:, None], H)
         self.unorm = np.linalg.norm(self.whiten(xi[at_H]), axis=-1)
-        self.curv = glm.d2loss(_mv(glm.features[H], theta), H)
+        FH = glm.features[H]
+        self.curv = glm.d2loss(_mv(FH, theta), H)
         # Each fit's FitCertificate constants (nu, lam, g0, out_error), arrays over the fits.
         *self.consts, self.lev = fit_constants(Hinv, residual, self.whiten, glm.gsc, h[at_H])
-        sums = [RowSums(glm.features, H[b], self.curv[b], self.lev[b], self.unorm[b]) for b in range(B)]
-        for b, s in enumerate(sums):
-            for a in range(0, n, _SUMS_CHUNK):  # the chunks in which one fit's rows are summed
-                c = slice(a, a + _SUMS_CHUNK)
-                s.fill(np.arange(n)[c], xi[b, c], h[b, c])
         self._n = n
-        self._reach = np.stack([s.reach for s in sums])
-        self._flat = [np.concatenate([getattr(s, key) for s in sums]) for key in ("quartic", "weighted", "squared")]
-        self._top = np.array([s.top for s in sums])
+        if H.shape[1] * n * FH.shape[-1] <= _SUMS_WORK:  # every row of H summed exactly: all fits at once
+            self._reach, *flat = stacked_row_sums(FH, self.curv, self.unorm, xi)
+            self._flat = [f.ravel() for f in flat]
+            self._top = self.unorm.max(axis=1, initial=0.0)
+        else:
+            sums = [RowSums(glm.features, H[b], self.curv[b], self.lev[b], self.unorm[b]) for b in range(B)]
+            for b, s in enumerate(sums):
+                for a in range(0, n, _SUMS_CHUNK):  # the chunks in which one fit's rows are summed
+                    c = slice(a, a + _SUMS_CHUNK)
+                    s.fill(np.arange(n)[c], xi[b, c], h[b, c])
+            self._reach = np.stack([s.reach for s in sums])
+            self._flat = [np.concatenate([getattr(s, key) for s in sums]) for key in ("quartic", "weighted", "squared")]
+            self._top = np.array([s.top for s in sums])
         self._second = None
 
     def bound(self, dist, norms_e, norms_x, c_e, c_x, det, e_rows, x_rows, fit):
