@@ -8,9 +8,10 @@ through each step together:
 1. the warm-started Newton fits, :meth:`MinimiserFits.vectors` (a stack of row sets);
 2. for every fit :math:`b`, the Hessian :math:`\mathbf{H}_b = \sum_{i \in H_b}
    \ell''_i(u_i) x_i x_i^\top + P` at its minimiser :math:`\theta_b`, its Cholesky factor,
-   the solver check's Newton step :math:`\mathbf{H}_b^{-1}\nabla F_{H_b}(\theta_b)` and the
-   per-row quantities (:func:`_glm_rows`: :math:`\xi_{b,i} = \mathbf{H}_b^{-1}x_i`, the
-   leverages, the loss derivatives) of every row;
+   the solver check's Newton step :math:`\mathbf{H}_b^{-1}\nabla F_{H_b}(\theta_b)`,
+   :math:`\xi_{b,i} = \mathbf{H}_b^{-1}x_i` and the leverages of every row, and the other
+   per-row quantities (:func:`_glm_rows`: whitened, the loss derivatives) of the rows its
+   pairs read;
 3. the target-exact distances of the sampled pairs of every fit, one flat list of
    (fit, target) pairs (:func:`_matched_distances`);
 4. the refinement of every fit's most exposed targets, one (fits x targets) grid
@@ -48,7 +49,6 @@ from skmip.calibration.swap.influence import (
     exact_cache,
     _influence_round,
     _matched_distances,
-    _take,
 )
 from skmip.calibration.swap.newton import _REFINE_MAX, _n_refine, _refine_targets
 from skmip.calibration.swap.polish import (
@@ -184,18 +184,23 @@ def _fitted_batch(fits, fitter, loss, Xd, y, sample_weight, n, whitener):
     step[:, index] = (Hinv @ grad[..., None])[..., 0]
     step[:, whitener.zero] = 0.0
     xi = glm.features @ Hinv  # (B, n, D)
-    prep = _glm_rows(np.broadcast_to(glm.features, xi.shape), xi, margins,
-                     np.broadcast_to(np.arange(n), margins.shape), glm, whitener, index)
-    # Row i of fit b is row b n + i of the flattened quantities.
-    flat = {key: value.reshape((B * n,) + value.shape[2:]) for key, value in prep.items()}
+    h = (glm.features * xi).sum(-1)  # (B, n): each row's x_j' K^-1 x_j at each fit
     # Every (fit, target) pair of the batch in one list: fit b_of, target x, its e rows.
     sizes = np.array([f[2].size for f in fits])
     b_of = np.repeat(np.arange(B), sizes)[:, None] * n
     x = np.concatenate([f[2] for f in fits])
     e = np.concatenate([f[1][f[3]] for f in fits])
-    side = (_take(flat, b_of + e, _E_KEYS), _take(flat, b_of + x[:, None], _X_KEYS), glm)
+    # The pairs' per-row quantities (_glm_rows) from their own rows only: row j of fit b is
+    # row b n + j of the flattened xi and margins (no (B, n, D) arrays beyond xi).
+    flat_xi, flat_m = xi.reshape(B * n, -1), margins.ravel()
+
+    def pair_rows(rows, keys):
+        prep = _glm_rows(glm.features[rows], flat_xi[b_of + rows], flat_m[b_of + rows], rows, glm, whitener, index)
+        return {key: prep[key] for key in keys}
+
+    side = (pair_rows(e, _E_KEYS), pair_rows(x[:, None], _X_KEYS), glm)
     return dict(glm=glm, index=index, P=P, H=H, theta=theta, margins=margins, FH=FH, reg0=reg0, grad=grad,
-                Hinv=Hinv, xi=xi, h=prep["h"], side=side, sizes=sizes, x=x, e=e,
+                Hinv=Hinv, xi=xi, h=h, side=side, sizes=sizes, x=x, e=e,
                 solver_error=whitener.norms(step))
 
 

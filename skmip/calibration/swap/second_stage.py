@@ -26,9 +26,9 @@ from skmip.calibration.swap.certify import RELEASE_TOL, ball_radius
 #: Elements of one (rows x pairs) array of the second stage (per fit and chunk of its pairs).
 _ROW_ELEMENTS = 2**21
 #: Elements (rows x pairs) of one stack of fits run together (cache-sized).
-_GROUP_ELEMENTS = 2**15
+_GROUP_ELEMENTS = 2**17
 #: A fit joins a stack of fits whose largest count of pairs is at most 1/_PADDING of its own.
-_PADDING = 0.8
+_PADDING = 0.6
 
 
 def _mv(A, v):
