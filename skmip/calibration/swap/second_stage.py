@@ -9,12 +9,11 @@ both run it here: a fit is a stack of one.
 On small problems (breast cancer: 213 rows per fit, 75 loose pairs) the fixed cost of a
 numpy call, not the arithmetic, is the time of a stage run fit by fit; here the pairs of
 all fits go through each step together, laid out (fits, pairs) and padded to the largest
-count (a short fit repeats its last pair; the repeats are dropped). Each pair's bound is
-its fit's formula, evaluated in one stacked product per step: the same floating-point
-operations as the fit-by-fit stage, with the same rounding allowances, though a padded
-product may sum a column in another order (so the two agree to rounding, not every digit;
-tests/calibration/test_stacked_certifier.py). A bound depends only on its batch, never on
-how the rounds were spread over jobs.
+count. Every matrix product per fit is the BLAS call of one fit alone: a fit with a single
+pair in a chunk is put in a stack of its own width 1, where numpy calls the
+matrix-vector product (as it does for one fit's single column), and columns of a
+matrix-matrix product do not depend on the columns beside them. The bounds are then those
+of the fit-by-fit stage, to every digit (measured: docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -36,6 +35,30 @@ def _mv(A, v):
     return (A @ v[..., None])[..., 0]
 
 
+def _mv_at(X, theta, width):
+    """:func:`_mv` on a padded stack of pairs (fits, M, D): each fit's product at its own
+    ``width`` (its pairs), the padding repeating its last value; ``None``: no padding."""
+    if width is None:
+        return _mv(X, theta)
+    out = np.empty(X.shape[:-1])
+    for i, w in enumerate(width):
+        out[i, :w] = X[i, :w] @ theta[i]
+        out[i, w:] = out[i, w - 1]
+    return out
+
+
+def _mm_at(S, E, width):
+    """``S (fits, r, k) @ E (fits, k, M)`` on a padded stack, each fit at its own ``width``
+    (as :func:`_mv_at`)."""
+    if width is None:
+        return S @ E
+    out = np.empty(S.shape[:-1] + E.shape[-1:])
+    for i, w in enumerate(width):
+        out[i, :, :w] = S[i] @ E[i, :, :w]
+        out[i, :, w:] = out[i, :, w - 1:w]
+    return out
+
+
 def _vm(v, A):
     """Stacked vector-matrix products ``v (..., D) @ A (..., D, D)`` (BLAS gemv per matrix)."""
     return (v[..., None, :] @ A)[..., 0, :]
@@ -43,9 +66,9 @@ def _vm(v, A):
 
 def _groups(c, k):
     """The fits (indices) with pairs, ``c`` of them each, in stacks run together: the fits
-    with one pair apart (stacks with no padding); the others by decreasing count, a new
-    stack where the padding would pass ``_PADDING`` of the count or the stack
-    ``_GROUP_ELEMENTS`` (rows x pairs) elements."""
+    with one pair apart (a stack of width 1: matrix-vector products, as for one fit's single
+    column); the others by decreasing count, a new stack where the padding would pass
+    ``_PADDING`` of the count or the stack ``_GROUP_ELEMENTS`` (rows x pairs) elements."""
     one = np.flatnonzero(c == 1)
     per = max(1, _GROUP_ELEMENTS // max(k, 1))
     for g in range(0, one.size, per):
@@ -115,19 +138,20 @@ class FitRows:
         moves = np.abs(delta)
         return moves.max(axis=-2), moves
 
-    def second_order(self, moves, reach, shrink, v_e):
+    def second_order(self, moves, reach, shrink, v_e, width=None):
         r"""Bound on :math:`\|W A^{-1}(B - A)e\| / \rho` from the rows (docs/coupling.md, stage 2):
         with :math:`E_i = \operatorname{expm1}(R(|\delta_i| + \sqrt{h_{ii}}\,`\ ``reach``\ :math:`))`,
         the smaller of :math:`s(\sum_i \ell_i''\sqrt{h_{ii}} E_i u_i + v_e \sum_i \ell_i''\sqrt{h_{ii}} E_i)`
         and :math:`(\sum_i \ell_i'' E_i^2 u_i^2)^{1/2} + v_e (\sum_i \ell_i'' E_i^2)^{1/2}`
-        (``reach`` = :math:`s\rho`, :math:`s` = ``shrink``). Overwrites ``moves``."""
+        (``reach`` = :math:`s\rho`, :math:`s` = ``shrink``). Overwrites ``moves``. ``width``:
+        each fit's pairs in a padded stack (:func:`_mm_at`)."""
         E = moves
         E += self.root[..., :, None] * reach[..., None, :]
         E *= self.R
         np.expm1(E, out=E)
-        single = self.single @ E
+        single = _mm_at(self.single, E, width)
         np.multiply(E, E, out=E)
-        squares = np.sqrt(self.squares @ E)
+        squares = np.sqrt(_mm_at(self.squares, E, width))
         return np.minimum(shrink * (single[..., 0, :] + v_e * single[..., 1, :]),
                           squares[..., 0, :] + v_e * squares[..., 1, :])
 
@@ -174,25 +198,27 @@ class SecondStage:
                 # (fits, M) pair indices; short rows repeat their last pair (dropped below).
                 idx = offsets[fits, None] + a + np.minimum(np.arange(M), c[fits, None] - 1)
                 valid = np.arange(M) < c[fits, None]
-                got, to = self._chord(fits, x[idx], e[idx], c_e[idx], c_x[idx], steps,
+                own = None if valid.all() else c[fits]
+                got, to = self._chord(fits, own, x[idx], e[idx], c_e[idx], c_x[idx], steps,
                                       None if start is None else start[idx])
                 out[idx[valid]], moved[idx[valid]] = got[valid], to[valid]
         return out, moved
 
-    def _chord(self, fits, x, e, c_e, c_x, steps, start):
-        """:meth:`bounds` for the pairs (fits, M) of the fits ``fits``: ``(bound, point)``."""
+    def _chord(self, fits, width, x, e, c_e, c_x, steps, start):
+        """:meth:`bounds` for the pairs (fits, M) of the fits ``fits``, each fit's first
+        ``width`` of them its own (``None``: all): ``(bound, point)``."""
         glm, P = self.glm, self.P
         rows = self.rows.part(fits)
         hinv, theta0 = self.hinv[fits], self.theta0[fits]
         F, r0 = rows.F, rows.r0
         xe, xx = glm.features[e], glm.features[x]
         xi_e = xe @ hinv
-        kap = glm.d2loss(_mv(xe, theta0), e)
+        kap = glm.d2loss(_mv_at(xe, theta0, width), e)
         den = 1.0 - kap * (xe * xi_e).sum(-1)
         good = den > 0
         den = np.where(good, den, 1.0)
-        ge = r0[:, None, :] - glm.dloss(_mv(xe, theta0), e)[..., None] * xe  # grad G(theta0) = r0 - l'_e x_e
-        mx = _mv(xx, theta0)
+        ge = r0[:, None, :] - glm.dloss(_mv_at(xe, theta0, width), e)[..., None] * xe  # grad G(theta0) = r0 - l'_e x_e
+        mx = _mv_at(xx, theta0, width)
         e_pos = rows.position(e)
 
         def gradient(Delta, slack=False):
@@ -210,13 +236,13 @@ class SecondStage:
         for _ in range(steps):
             Delta = Delta - a_inv(gradient(Delta)[0])
         g, delta, slack = gradient(Delta, slack=True)  # the certified point's: with its allowance
-        ctx = (fits, rows, hinv, xx, x, e, xi_e, kap, den, mx, ge)
+        ctx = (fits, width, rows, hinv, xx, x, e, xi_e, kap, den, mx, ge)
         return self._certify_point(Delta, g, a_inv(g), delta, slack, ctx, good)
 
     def _certify_point(self, Delta, g, step, delta, slack, ctx, good):
         """The certified bound at the chord point ``Delta - step`` (docs/coupling.md, stage 2),
         and the point the next chord steps start from."""
-        fits, rows, hinv, xx, xj, ej, xi_e, kap, den, mx, ge = ctx
+        fits, width, rows, hinv, xx, xj, ej, xi_e, kap, den, mx, ge = ctx
         glm, R = self.glm, rows.R
         shrink = 1.0 / np.sqrt(den)
         kappa = np.sqrt(self.lam[fits, None]) * shrink
@@ -231,7 +257,7 @@ class SecondStage:
             err = sqnu * rho
             # Directional: ||W (theta* - theta0)|| <= ||W (Delta - A^-1 g)|| + ||W A^-1 (B - A) e||
             # (docs/coupling.md, stage 2); the rows' curvature moves by expm1(R |move_i|).
-            row_terms = rows.second_order(moves, shrink * rho, shrink, v_e)
+            row_terms = rows.second_order(moves, shrink * rho, shrink, v_e, width)
             to_x = xx @ hinv + (kap * (xi_e * xx).sum(-1) / den)[..., None] * xi_e  # A^-1 x_x
             root_a = np.sqrt(np.maximum((to_x * xx).sum(-1), 0.0))
             curv_x = glm.d2loss(mx + (xx * Delta).sum(-1), xj)
