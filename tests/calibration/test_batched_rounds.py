@@ -160,3 +160,21 @@ def test_the_batch_is_the_default_only_where_it_applies(cancer, monkeypatch):
     estimate_swap_deltas(est, X[:40], y[:40], polish=True, pairs_per_target="all", **kw)
     estimate_swap_deltas(est, X, y, polish=True, engine="influence", **kw)
     assert not calls
+
+
+def test_certified_distances_do_not_depend_on_how_rounds_fall_into_chunks(cancer, monkeypatch):
+    # Each fit's certificate (its stacked row sums, its second stage at its own width) is that
+    # of the fit alone, whatever fits share its batch: chunks of 6, 4 and 1 rounds (batches of
+    # 12, 8 and 2 fits) store the same certified distances, bit for bit.
+    from skmip.calibration.swap import rounds
+
+    X, y = cancer
+    kw = dict(scale=np.full(X.shape[1] + 1, 0.05), n_rounds=12, random_state=3, polish=True)
+    got = []
+    for n_chunks in (2, 3, 12):
+        monkeypatch.setattr(rounds, "_n_chunks", lambda *args, n=n_chunks: n)
+        d = estimate_swap_deltas(LogisticRegression(C=0.1), X, y, **kw)
+        assert d.certified and isinstance(d.distances, np.ndarray)  # stored in full, not compact
+        got.append(d.distances)
+    for other in got[1:]:
+        np.testing.assert_array_equal(other, got[0])

@@ -17,7 +17,6 @@ from skmip.calibration.swap import (
     get_smooth_loss,
     register_smooth_loss,
 )
-from skmip.calibration.losses.registry import gradient_sum
 from skmip.calibration.swap.rounds import _jensen_summary, _round_design
 from skmip.release.statistic import Statistic
 
@@ -417,38 +416,6 @@ def test_warm_started_fits_are_the_exact_minimiser(cancer):
     warm = MinimiserFits(est, adapter, X, y, {}, loss, X, template, rows[0])
     for r in rows[1:]:
         np.testing.assert_allclose(warm(r)[1], solver(r)[1], rtol=1e-9, atol=1e-11)
-
-
-def test_stacked_fits_stop_after_the_quadratic_step_at_the_minimiser(cancer, monkeypatch):
-    # MinimiserFits.vectors stops once a full Newton step in the quadratic phase predicts an
-    # error at rounding level (no confirming step): each fit's own Newton step at the
-    # returned point is still at rounding level.
-    from skmip.params import get_adapter
-    from skmip.calibration.swap import polish
-    from skmip.calibration.swap.polish import MinimiserFits, SolverFits, _quadratic_end
-
-    stopped = []
-    monkeypatch.setattr(polish, "_quadratic_end", lambda *a: stopped.append(_quadratic_end(*a)) or stopped[-1])
-    X, y = cancer
-    est = LogisticRegression(C=0.1)
-    adapter, loss = get_adapter(est), get_smooth_loss(est)
-    rng = np.random.default_rng(1)
-    rows = np.stack([np.sort(rng.permutation(len(X))[:60]) for _ in range(6)])
-    template, _ = SolverFits(est, adapter, X, y, {}, polish=True, loss=loss, Xd=X)(rows[0])
-    warm = MinimiserFits(est, adapter, X, y, {}, loss, X, template, rows[0])
-    thetas = warm.vectors(rows[1:])
-    assert any(s.any() for s in stopped)  # some of the stacked fits stopped there
-    for r, theta in zip(rows[1:], thetas):
-        fitted, _ = warm(r)
-        adapter.set_vector(fitted, theta)
-        (block,) = loss.blocks(fitted, X, y, r, None)
-        step = np.linalg.solve(block.hessian, gradient_sum(block, r) + block.regularizer_gradient)
-        assert np.linalg.norm(step) <= 1e-13 * (1 + np.linalg.norm(theta))
-    one = np.ones((1, 2))
-    assert _quadratic_end(np.array([1.5e-8]), np.array([7.2e-5]), np.array([1.0]), one, one)[0]
-    assert not _quadratic_end(np.array([1.5e-8]), np.array([np.inf]), np.array([1.0]), one, one)[0]  # first step
-    assert not _quadratic_end(np.array([7.2e-5]), np.array([7.8e-3]), np.array([1.0]), one, one)[0]  # not yet
-    assert not _quadratic_end(np.array([1.5e-8]), np.array([7.2e-5]), np.array([1.0]), 0.5 * one, one)[0]  # damped
 
 
 def test_damped_steps_stop_a_cycling_newton_iteration():

@@ -208,24 +208,6 @@ def _regulariser_hessian(block, H):
     return 0.5 * (P + P.T)
 
 
-def _settled(size, previous, scale):
-    """Whether a fit's iteration has stopped moving: its full step (a measure of the
-    gradient) at rounding level, or no longer halving and small."""
-    return (size <= 1e-14 * scale) | ((size >= 0.5 * previous) & (size <= 1e-9 * scale))
-
-
-def _quadratic_end(size, previous, scale, move, step):
-    r"""Whether a full Newton step (a fresh Hessian, ``move`` = ``step``) in the quadratic phase
-    has left the fit at rounding level, so that no further step is needed to see it: with
-    :math:`e_{t+1} \approx C e_t^2` and :math:`C \approx s_t / s_{t-1}^2` the error after the
-    step of size :math:`s_t` is about :math:`s_t^3 / s_{t-1}^2`. Only steers: the fit's own
-    residual is certified wherever it is used (:func:`~.certify.fit_constants`, the solver
-    check)."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        small = np.isfinite(previous) & (size <= 1e-2 * previous) & (size**3 <= 1e-14 * scale * previous**2)
-    return small & (move == step).all(axis=-1)
-
-
 class SolverFits:
     """Fits on row subsets by the estimator's own solver, optionally polished (picklable)."""
 
@@ -392,8 +374,7 @@ class MinimiserFits(SolverFits):
                 step = np.where(active[:, None], step, 0.0)
                 move, grad = _damped_step(gradient, th, step, grad)
                 th = th - move
-                active &= ~(_settled(size, previous, scale) | (_quadratic_end(size, previous, scale, move, step)
-                                                               if not lagged else False))
+                active &= ~((size <= 1e-14 * scale) | ((size >= 0.5 * previous) & (size <= 1e-9 * scale)))
                 if not np.any(active):
                     break
                 current &= size <= 0.25 * previous  # else a fresh Hessian at the next iterate
