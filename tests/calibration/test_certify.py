@@ -74,7 +74,8 @@ def test_every_stage_bounds_the_exact_distance(make, data, stages, monkeypatch):
     if stages == 1:  # the closed form alone
         monkeypatch.setattr(PairCertifier, "tighten", lambda self, dist, bound, *a: bound)
     elif stages == 2:  # no exact solves
-        monkeypatch.setattr(pair_certifier, "exact_minimiser", lambda *a, **k: (np.zeros(3), np.inf))
+        monkeypatch.setattr(pair_certifier, "exact_minimisers",
+                            lambda f, d1, d2, H, b, e, *a: (np.zeros((len(e), 3)), np.full(len(e), np.inf)))
     targets = np.setdiff1d(np.arange(n), H)
     pe = _prepare(block, factor, H, whitener, True)
     px = _prepare(block, factor, targets, whitener, True)

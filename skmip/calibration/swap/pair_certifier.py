@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from skmip.calibration.swap.certify import RELEASE_TOL, FitCertificate, exact_minimiser
+from skmip.calibration.swap.certify import RELEASE_TOL, FitCertificate
+from skmip.calibration.swap.exact_stack import exact_minimisers, swapped_rows
 from skmip.calibration.swap.hinge_certify import strong_certifier
 from skmip.calibration.swap.row_sums import RowSums, fit_row_scalars, rows_times
 from skmip.calibration.swap.second_stage import SecondStage
@@ -48,8 +49,8 @@ class PairCertifier:
 
     The engine's estimates become upper bounds by :meth:`FitCertificate.pair_bound`; a pair
     whose bound is infinite, or exceeds its estimate by more than ``FALLBACK_RTOL``, is
-    solved to convergence (:func:`.certify.exact_minimiser`), which is certified by its own
-    gradient and Hessian. ``block`` is the fit's :class:`~.losses.LossBlock` on ``H``,
+    solved to convergence (:func:`.exact_stack.exact_minimisers`, the loose pairs together),
+    which is certified by its own gradient and Hessian. ``block`` is the fit's :class:`~.losses.LossBlock` on ``H``,
     ``factor`` its Hessian's Cholesky factor, ``P`` the regulariser's Hessian. ``targets``
     (a boolean mask over the rows of D) limits the later stages to the pairs of those
     targets and the pairs the closed form leaves unbounded; the others keep their
@@ -140,9 +141,11 @@ class PairCertifier:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # diverging steps: inf
             out, start_at = self._chord_stage(dist, certified, loose, floor, x_rows, e_rows, c_e, c_x, fit)
             loose = self._loose(dist, out, floor) & self._asked(x_rows, out)
-            for idx in zip(*np.nonzero(loose)):
-                x, e = int(x_rows[idx]), int(e_rows[idx])
-                out[idx] = min(out[idx], self._exact(int(fit[idx]), x, e, start_at.get(idx), c_e[idx], c_x[idx]))
+            if loose.any():
+                idx = np.nonzero(loose)
+                moved = [start_at.get(i) for i in zip(*(i.tolist() for i in idx))]
+                out[idx] = np.minimum(out[idx], self._exact(fit[idx], x_rows[idx], e_rows[idx], moved, c_e[idx],
+                                                            c_x[idx]))
         return out
 
     #: Lazy certification over kept pairs (:mod:`.kept`): the pairs (a mask laid out as the
@@ -189,30 +192,49 @@ class PairCertifier:
         settled = np.flatnonzero(np.isfinite(out[idx]) & self._loose(dist[idx], out[idx], floor[idx]))
         return out, {tuple(int(i[m]) for i in idx): moved[m] for m in settled}
 
-    def _fit_data(self, b):
-        """``(H, theta0, hinv, reg_const, out_error)`` of the fit ``b`` of the stack (here the one
-        fit; ``reg_const``: the regulariser's gradient less theta P, the same function for every fit)."""
-        return self.H, self.theta0, self.hinv, self.reg_const, self.fit.out_error
+    def _fits(self):
+        """``(H, theta0, hinv, reg_const, out_error)`` of the fits of the stack (here the one fit),
+        arrays over the fits (``reg_const``: the regulariser's gradient less theta P, the same
+        function for every fit)."""
+        return self.H[None], self.theta0[None], self.hinv[None], self.reg_const[None], np.array([self.fit.out_error])
 
     def _exact(self, b, x, e, moved, c_e, c_x):
-        """Stage 3: the certified distance of the exact minimiser of the swap (x for e) on the
-        fit ``b``, solved from the chord point ``moved`` (else from the estimate)."""
-        glm = self.glm
-        H, theta0, hinv, reg_const, out_error = self._fit_data(b)
-        if moved is not None:
-            start = theta0 + moved
-        else:
-            start = theta0 + c_e * (hinv @ glm.features[e]) - c_x * (hinv @ glm.features[x])
-        if not np.all(np.isfinite(start)):
-            start = theta0
-        rows = np.sort(np.r_[H[H != e], x])
-        key = rows.tobytes()
-        if key not in self.cache:
-            if len(self.cache) >= _CACHE_SIZE:
-                self.cache.clear()
-            self.cache[key] = exact_minimiser(
-                glm.features, glm.dloss, glm.d2loss, rows, self.P,
-                lambda th: reg_const + th @ self.P, start, self.whiten, glm.gsc)
-        theta, own_error = self.cache[key]
-        return (float(np.linalg.norm(self.whiten((theta - theta0)[None])[0])) + own_error
-                + out_error + 2 * RELEASE_TOL)
+        """Stage 3: the certified distances of the exact minimisers of the swaps (``x`` for ``e``)
+        on the fits ``b``, all solved together (:func:`.exact_stack.exact_minimisers`) from the
+        chord points ``moved`` (a list; ``None``: from the estimate); a training set met before
+        (the cache) is not solved again."""
+        H, theta0, hinv, reg_const, out_error = self._fits()
+        feats = self.glm.features
+        rows = swapped_rows(H[b], e, x)
+        keys = [r.tobytes() for r in rows]
+        found, new = {}, {}
+        for i, key in enumerate(keys):
+            if key in self.cache:
+                found[key] = self.cache[key]
+            else:
+                new.setdefault(key, i)
+        if new:
+            sel = np.fromiter(new.values(), dtype=np.intp, count=len(new))
+            start = self._starts(b[sel], x[sel], e[sel], [moved[i] for i in sel], c_e[sel], c_x[sel])
+            thetas, own = exact_minimisers(feats, self.glm.dloss, self.glm.d2loss, H, b[sel], e[sel], x[sel], self.P,
+                                           reg_const, start, self.whiten, self.glm.gsc)
+            for key, theta, err in zip(new, thetas, own.tolist()):
+                if len(self.cache) >= _CACHE_SIZE:
+                    self.cache.clear()
+                self.cache[key] = found[key] = (theta, err)
+        theta = np.array([found[key][0] for key in keys])
+        own = np.array([found[key][1] for key in keys])
+        bound = np.linalg.norm(self.whiten(theta - theta0[b]), axis=-1) + own + out_error[b] + 2 * RELEASE_TOL
+        return np.where(np.isfinite(bound), bound, np.inf)  # a failed solve certifies nothing
+
+    def _starts(self, b, x, e, moved, c_e, c_x):
+        """Where the solves start: the chord points ``moved`` where given, else the engine's
+        estimates, else (not finite) the fits."""
+        _, theta0, hinv, _, _ = self._fits()
+        feats = self.glm.features
+        xi_e, xi_x = ((hinv[b] @ feats[r][..., None])[..., 0] for r in (e, x))
+        start = theta0[b] + c_e[:, None] * xi_e - c_x[:, None] * xi_x
+        for i, m in enumerate(moved):
+            if m is not None:
+                start[i] = theta0[b[i]] + m
+        return np.where(np.isfinite(start).all(-1, keepdims=True), start, theta0[b])

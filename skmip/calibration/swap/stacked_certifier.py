@@ -7,8 +7,9 @@ cost of numpy calls. Here the three stages of docs/coupling.md, "Certified dista
 on the pairs of every fit of the chunk together, each pair read at its own fit: the closed
 form (:meth:`~.certify.FitCertificate.pair_bound`, elementwise with each fit's constants
 and row sums), the second stage (:class:`~.second_stage.SecondStage`, the fits stacked),
-and the exact solves (pair by pair, in the order of the fits). The arithmetic of each pair
-is that of its fit certified alone, so are the bounds.
+and the exact solves (:func:`~.exact_stack.exact_minimisers`, every loose pair of the chunk
+together). The arithmetic of each pair is that of its fit certified alone, so are the
+bounds (the exact solves': up to summation order).
 """
 
 from __future__ import annotations
@@ -138,5 +139,5 @@ class StackCertifier(PairCertifier):
                                        self.lev, self.unorm, (lam, nu, out_error), self._reach, self.whiten)
         return self._second
 
-    def _fit_data(self, b):
-        return self.H[b], self.theta0[b], self.hinv[b], self.reg_const[b], float(self.consts[3][b])
+    def _fits(self):
+        return self.H, self.theta0, self.hinv, self.reg_const, self.consts[3]
