@@ -20,6 +20,7 @@ and by where the iteration stopped, never by its inequalities.
 from __future__ import annotations
 
 import numpy as np
+from scipy import linalg
 
 from skmip.calibration.swap.certify import fit_constants
 
@@ -203,19 +204,19 @@ class _Pairs:
 
 
 def _solve(K, g):
-    r"""``(K^{-1} g, ok)`` for a stack of matrices (``K^{-1}`` where ``g`` is None); ``ok``: where
-    the Cholesky factorisation succeeds (the one-pair path's test of positive definiteness).
-    The others get a finite placeholder (the identity's solve) and ``ok`` False."""
+    r"""``(K^{-1} g, ok)`` for a stack of matrices (``K^{-1}`` where ``g`` is None) by the one-pair
+    path's Cholesky solve; ``ok``: where the factorisation succeeds (its test of positive
+    definiteness). The others get a finite placeholder (the identity's solve) and ``ok`` False."""
     ok = np.ones(K.shape[0], dtype=bool)
     try:
-        np.linalg.cholesky(K)
+        L = np.linalg.cholesky(K)
     except np.linalg.LinAlgError:
+        L = np.empty_like(K)
         for i, A in enumerate(K):
             try:
-                np.linalg.cholesky(A)
+                L[i] = np.linalg.cholesky(A)
             except np.linalg.LinAlgError:
-                ok[i] = False
-        K = np.where(ok[:, None, None], K, np.eye(K.shape[-1]))
-    if g is None:
-        return np.linalg.inv(K), ok
-    return np.linalg.solve(K, g[..., None])[..., 0], ok
+                ok[i], L[i] = False, np.eye(K.shape[-1])
+    rhs = np.broadcast_to(np.eye(K.shape[-1]), K.shape) if g is None else g[..., None]
+    out = linalg.cho_solve((L, True), rhs, check_finite=False)
+    return (out, ok) if g is None else (out[..., 0], ok)
