@@ -80,6 +80,31 @@ def test_stacked_solves_give_the_one_pair_bounds(kind):
         assert own[p] <= 1e-11 and own1 <= 1e-11
 
 
+def test_a_pair_solved_in_a_stack_is_the_pair_solved_alone():
+    # Each pair's products are its own BLAS calls: its point and certificate do not depend on
+    # the pairs beside it (so the printed values not on how rounds fall into chunks).
+    fits = ((0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11), (0, 3, 5, 12, 13, 14, 15, 16, 17, 18, 19))
+    X, y, make, blocks, whitener, L, H, b, e, x = _problem("logistic", fits)
+    glm, index = blocks[0].glm, blocks[0].index
+    P = _regulariser_hessian(blocks[0], H[0])
+    theta0 = np.array([blk.theta for blk in blocks])
+    reg_const = np.array([blk.regularizer_gradient - blk.theta @ P for blk in blocks])
+
+    def solve(sel):
+        return exact_minimisers(glm.features, glm.dloss, glm.d2loss, H, b[sel], e[sel], x[sel], P, reg_const,
+                                theta0[b[sel]], lambda V: whitener.apply(V, index), glm.gsc)
+
+    every = np.arange(e.size)
+    theta, own = solve(every)
+    back = solve(every[::-1])
+    np.testing.assert_array_equal(back[0][::-1], theta)
+    np.testing.assert_array_equal(back[1][::-1], own)
+    for p in (0, 7, e.size // 2, e.size - 1):
+        alone = solve(np.array([p]))
+        np.testing.assert_array_equal(alone[0][0], theta[p])
+        assert alone[1][0] == own[p]
+
+
 @pytest.mark.parametrize("kind", ["logistic", "poisson"])
 def test_stacked_third_stage_bounds_exact_refits(kind):
     X, y, make, blocks, whitener, L, H, b, e, x = _problem(kind)

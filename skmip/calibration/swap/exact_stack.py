@@ -23,6 +23,7 @@ import numpy as np
 from scipy import linalg
 
 from skmip.calibration.swap.certify import fit_constants
+from skmip.calibration.swap.second_stage import _mv, _vm
 
 #: Elements of one (pairs x rows) or (pairs x D x D) array of a chunk of pairs solved together.
 _SOLVE_ELEMENTS = 2**20
@@ -106,7 +107,9 @@ def exact_minimisers(features, dloss, d2loss, H, b, e, x, P, reg_const, start, w
 
 class _Pairs:
     """The swapped objectives of pairs of a stack of fits: gradients and Hessians of a subset
-    ``j`` of them (indices into the pairs)."""
+    ``j`` of them (indices into the pairs). Every product is one pair's own BLAS call (gemv or
+    gemm per matrix, :func:`~.second_stage._mv`), so a pair's arithmetic does not depend on the
+    pairs solved beside it (nor the printed values on how rounds fall into chunks)."""
 
     def __init__(self, features, dloss, d2loss, H, P, reg_const, b, e, x):
         self.dloss, self.d2loss, self.H, self.P, self.b = dloss, d2loss, H, P, b
@@ -121,15 +124,15 @@ class _Pairs:
         out, bj = np.empty((j.size, self.H.shape[1])), self.b[j]
         groups = [(f, np.flatnonzero(bj == f)) for f in np.unique(bj).tolist()]
         for f, c in groups:
-            out[c] = fn(theta[c] @ self.F[f].T, self.H[f])
+            out[c] = fn(_mv(self.F[f], theta[c]), self.H[f])
         return np.where(self.keep[j], out, 0.0), fn((self.fx[j] * theta).sum(-1), self.x[j]), groups
 
     def gradient(self, theta, j):
         """Each problem's gradient at ``theta`` (rows of the problems ``j``)."""
         on_h, on_x, groups = self._at(self.dloss, theta, j)
-        g = on_x[:, None] * self.fx[j] + self.reg[j] + theta @ self.P
+        g = on_x[:, None] * self.fx[j] + self.reg[j] + _vm(theta, self.P)
         for f, c in groups:
-            g[c] += on_h[c] @ self.F[f]
+            g[c] += _vm(on_h[c], self.F[f])
         return g
 
     def hessians(self, theta, j):

@@ -224,7 +224,9 @@ class PairCertifier:
                 self.cache[key] = found[key] = (theta, err)
         theta = np.array([found[key][0] for key in keys])
         own = np.array([found[key][1] for key in keys])
-        bound = np.linalg.norm(self.whiten(theta - theta0[b]), axis=-1) + own + out_error[b] + 2 * RELEASE_TOL
+        # Each pair whitened alone (a product per row: its bound does not depend on the others).
+        moved = self.whiten((theta - theta0[b])[:, None, :])[:, 0]
+        bound = np.linalg.norm(moved, axis=-1) + own + out_error[b] + 2 * RELEASE_TOL
         return np.where(np.isfinite(bound), bound, np.inf)  # a failed solve certifies nothing
 
     def _starts(self, b, x, e, moved, c_e, c_x):
