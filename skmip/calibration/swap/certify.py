@@ -25,9 +25,11 @@ Three facts carry it (all for a convex objective :math:`F` whose data part is
    :math:`\tilde\theta` in the :math:`A`-norm (along every ray from :math:`\tilde\theta`
    the slope is :math:`\ge -g + \mu t > 0` for :math:`g/\mu < t \le \rho`).
 
-This module holds the certificate of one fit (:class:`FitCertificate`) and the exact solve
-(the release check is in :mod:`skmip.calibration.swap.release`); the sums over a fit's rows are in :mod:`skmip.calibration.swap.row_sums`,
-and the certification of the pairs of one fit in :mod:`skmip.calibration.swap.pair_certifier`.
+This module holds the certificate of one fit (:class:`FitCertificate`; the release check is
+in :mod:`skmip.calibration.swap.release`); the sums over a fit's rows are in
+:mod:`skmip.calibration.swap.row_sums`, the certification of the pairs of one fit in
+:mod:`skmip.calibration.swap.pair_certifier`, and the exact solves of its loose pairs in
+:mod:`skmip.calibration.swap.exact_stack`.
 """
 
 from __future__ import annotations
@@ -265,45 +267,6 @@ class FitCertificate:
             err = np.minimum(sqnu * rho, first + fixed + second)
         ok = np.isfinite(err) & np.isfinite(rho)
         return np.where(ok, dist + err + self.out_error + 2 * RELEASE_TOL, np.inf)
-
-
-def exact_minimiser(features, dloss, d2loss, rows, P, reg_at, start, whiten, gsc):
-    """Damped Newton to the minimiser of the objective on ``rows``, and the certified
-    whitened distance of the result to the exact minimiser (``inf`` on failure)."""
-    from skmip.calibration.swap.polish import _damped_step
-
-    F = features[rows]
-
-    def gradient(theta):
-        return F.T @ dloss(F @ theta, rows) + reg_at(theta)
-
-    theta = np.array(start, dtype=np.float64)
-    grad = gradient(theta)
-    previous = np.inf
-    for _ in range(100):
-        K = (F.T * d2loss(F @ theta, rows)) @ F + P
-        try:
-            fac = linalg.cho_factor(K, lower=True, check_finite=False)
-        except linalg.LinAlgError:
-            return theta, np.inf
-        step = linalg.cho_solve(fac, grad, check_finite=False)
-        decrement = float(step @ grad)
-        if not np.isfinite(decrement):
-            return theta, np.inf
-        # Stop at rounding level, or once Newton's quadratic convergence has stalled there.
-        if decrement <= 1e-26 * (1.0 + float(theta @ theta)) or decrement >= 0.25 * previous:
-            break
-        previous = decrement
-        move, grad = _damped_step(gradient, theta, step, grad)
-        theta = theta - move
-    K = (F.T * d2loss(F @ theta, rows)) @ F + P
-    try:
-        fac = linalg.cho_factor(K, lower=True, check_finite=False)
-    except linalg.LinAlgError:
-        return theta, np.inf
-    hinv = linalg.cho_solve(fac, np.eye(K.shape[0]), check_finite=False)
-    # At a converged solve the residual is at rounding level: the trace bound on nu costs less.
-    return theta, FitCertificate(hinv, F, gradient(theta), whiten, gsc, nu="trace").out_error
 
 
 #: A pair whose certificate adds more than this fraction to its estimate is solved exactly.

@@ -1,7 +1,8 @@
 r"""The third stage's exact solves of many pairs at once: :func:`exact_minimisers`.
 
-:func:`.certify.exact_minimiser` solves one swapped objective (damped Newton on
-:math:`F_H - \ell_e + \ell_x`) and certifies the point it reaches by the ball lemma with its
+The one-pair third stage (until session 13; the oracle of tests/calibration/test_exact_stack.py)
+solved one swapped objective at a time (damped Newton on
+:math:`F_H - \ell_e + \ell_x`) and certified the point it reached by the ball lemma with its
 own gradient and Hessian (docs/coupling.md, "Certified distances", stage 3). A fit leaves
 thousands of pairs to it on data with rare categories (German credit's full fit: 2,327 solves,
 about 2 ms each, half of it the fixed cost of numpy calls). Here the same iteration runs on a
@@ -83,7 +84,7 @@ def exact_minimisers(features, dloss, d2loss, H, b, e, x, P, reg_const, start, w
         The points reached.
     own_error : ndarray (m,)
         :math:`\sqrt{\nu}\,\rho` of :func:`.certify.fit_constants` at each point (trace
-        :math:`\nu`), as :func:`.certify.exact_minimiser` returns for one pair.
+        :math:`\nu`), as the one-pair path returned.
 
     Raises
     ------
@@ -148,7 +149,7 @@ class _Pairs:
 
     def solve(self, theta):
         r"""Damped Newton on every problem from ``theta`` (m, D): ``(theta, failed, K, fresh)``.
-        A problem stops on the one-pair path's test (:func:`.certify.exact_minimiser`): a
+        A problem stops on the one-pair path's test: a
         decrement at rounding level, or one that no longer falls to a quarter of the previous;
         it fails (its bound is ``inf``) where its Hessian is not positive definite or its
         decrement not finite. ``K`` holds each problem's last Hessian, at its final point where
