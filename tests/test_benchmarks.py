@@ -22,7 +22,7 @@ HARNESS = ROOT / "benchmarks" / "_harness.py"
 
 SMOKE = [
     "bench_audit", "bench_audit_fitted", "bench_one_run", "bench_one_run_peers", "bench_coupling_audit", "bench_coupling_scale", "bench_coupling_utility",
-    "bench_exact_audit_radius", "bench_german_levers", "bench_influence", "bench_learners", "bench_leemann", "bench_linear_svc", "bench_marginal_synthesis",
+    "bench_exact_audit_radius", "bench_exact_stack", "bench_german_levers", "bench_influence", "bench_learners", "bench_leemann", "bench_linear_svc", "bench_marginal_synthesis",
     "bench_nn_dpsgd", "bench_nn_ensemble", "bench_statistic_audit", "bench_subsampling", "bench_synth_audit",
     "bench_synthetic", "bench_tabular_tv", "bench_wrapper", "reproduce",
 ]
