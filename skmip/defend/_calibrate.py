@@ -10,6 +10,7 @@ calibration analysed (:func:`fit_released_base`), and one noised release per eta
 from __future__ import annotations
 
 import copy
+import re
 import warnings
 from dataclasses import dataclass
 from functools import cached_property
@@ -112,12 +113,33 @@ def measure_spread(wrapper, route, estimator, adapter, data):
     # The coupling engines analyse the exact minimiser of a registered smooth loss; the noise
     # shape is then measured on that same learner (its fits by warm-started Newton steps).
     smooth = method == "coupling" and get_smooth_loss(estimator) is not None
+    if smooth:
+        _check_objective(estimator)
     # The moments calibration has its own shape: sigma per coordinate.
     shape = route.resolve_shape(_OWNER, smooth) if method == "coupling" else "diagonal"
     sigma, scale, shares = _spread(wrapper, route, estimator, adapter, shape, smooth, X, y, size, fit_params,
                                    data.sigma_seed)
     _check_sigma(estimator, sigma, size, route.n_subsets)
     return Spread(method, shape, smooth, sigma, scale, shares, X, y, size, fit_params)
+
+
+#: The influence engines' own way out, which their refusals name and the wrapper does not offer.
+_ENGINE_HINT = re.compile(r",? or (?:use )?engine='refit'| Use engine='refit'\.")
+
+
+def _check_objective(estimator):
+    """Refuse, before any fit, an estimator configured outside the objective its registered
+    smooth loss models (the plain hinge, an L1 part, ``crammer_singer``, ...): the coupling
+    engines would refuse it later, naming ``engine='refit'``, which the wrapper does not take."""
+    try:
+        get_smooth_loss(estimator).check(estimator)
+    except ValueError as err:
+        why = _ENGINE_HINT.sub("", str(err).split(": ", 1)[-1])
+        raise ValueError(
+            f"{_OWNER}: method='coupling' cannot calibrate this {type(estimator).__name__}: {why} "
+            "Or pass method='auto', which trains such an estimator on MIP synthetic records, or "
+            "method='moments' (Corollary 10's noise on its own parameters)."
+        ) from None
 
 
 def _spread(wrapper, route, estimator, adapter, shape, smooth, X, y, size, fit_params, seed):

@@ -13,6 +13,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
+from sklearn.svm import LinearSVC
 
 from skmip import MIPNoiseWrapper, MIPNoiseWrapperCV
 from skmip.calibration.routes import (
@@ -95,6 +96,27 @@ def test_the_default_releases_a_plain_hinge_svm_with_a_promise(cancer):
         w = MIPNoiseWrapper(LinearSVC(loss="hinge"), eta=0.2, random_state=0).fit(X, y)
     assert w.method_ == "synthetic" and w.mip_bound_ <= 0.2
     assert "as configured" in w.method_reason_
+
+
+@pytest.mark.parametrize("make, fix", [
+    (lambda: LinearSVC(loss="hinge"), "loss='squared_hinge'"),
+    (lambda: LinearSVC(multi_class="crammer_singer"), "multi_class='ovr'"),
+    (lambda: LogisticRegression(solver="liblinear"), "solver='lbfgs'"),
+    (lambda: LogisticRegression(class_weight="balanced"), "dict of class weights"),
+    (lambda: make_pipeline(StandardScaler(), LinearSVC(loss="hinge")), "loss='squared_hinge'"),
+])
+def test_coupling_refuses_an_estimator_outside_its_objective_with_the_wrappers_fixes(cancer, make, fix):
+    """method='coupling' on an estimator its registered loss does not model is refused before any
+    fit, naming the estimator's fix and the wrapper's routes, not the engines' engine='refit',
+    which the wrapper does not take (session 12 noticed it); nothing is left half-fitted."""
+    X, y = cancer
+    wrapper = MIPNoiseWrapper(make(), eta=0.2, method="coupling", random_state=0)
+    with pytest.raises(ValueError) as err:
+        wrapper.fit(X, y)
+    message = str(err.value)
+    assert message.startswith("MIPNoiseWrapper: method='coupling' cannot calibrate this")
+    assert fix in message and "method='auto'" in message and "engine=" not in message
+    assert not hasattr(wrapper, "estimator_")
 
 
 def test_auto_names_the_route_it_took_where_the_owner_does_not_take_it():
