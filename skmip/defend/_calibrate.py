@@ -112,9 +112,10 @@ def measure_spread(wrapper, route, estimator, adapter, data):
     method = route.name
     # The coupling engines analyse the exact minimiser of a registered smooth loss; the noise
     # shape is then measured on that same learner (its fits by warm-started Newton steps).
-    smooth = method == "coupling" and get_smooth_loss(estimator) is not None
+    loss = get_smooth_loss(estimator) if method == "coupling" else None
+    smooth = loss is not None
     if smooth:
-        _check_objective(estimator)
+        _check_objective(loss, estimator)
     # The moments calibration has its own shape: sigma per coordinate.
     shape = route.resolve_shape(_OWNER, smooth) if method == "coupling" else "diagonal"
     sigma, scale, shares = _spread(wrapper, route, estimator, adapter, shape, smooth, X, y, size, fit_params,
@@ -127,12 +128,12 @@ def measure_spread(wrapper, route, estimator, adapter, data):
 _ENGINE_HINT = re.compile(r",? or (?:use )?engine='refit'| Use engine='refit'\.")
 
 
-def _check_objective(estimator):
+def _check_objective(loss, estimator):
     """Refuse, before any fit, an estimator configured outside the objective its registered
     smooth loss models (the plain hinge, an L1 part, ``crammer_singer``, ...): the coupling
     engines would refuse it later, naming ``engine='refit'``, which the wrapper does not take."""
     try:
-        get_smooth_loss(estimator).check(estimator)
+        loss.check(estimator)
     except ValueError as err:
         why = _ENGINE_HINT.sub("", str(err).split(": ", 1)[-1])
         raise ValueError(

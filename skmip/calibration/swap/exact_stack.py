@@ -25,6 +25,7 @@ from scipy import linalg
 
 from skmip.calibration.swap.certify import fit_constants
 from skmip.calibration.swap.second_stage import _mv, _vm
+from skmip.calibration.swap.stacks import _solve_cholesky as _solve
 
 #: Elements of one (pairs x rows) or (pairs x D x D) array of a chunk of pairs solved together.
 _SOLVE_ELEMENTS = 2**20
@@ -205,22 +206,3 @@ class _Pairs:
         fx = self.fx[j]
         on_x = ((fx[:, None, :] @ hinv)[:, 0] * fx).sum(-1)
         return np.concatenate([np.where(self.keep[j], on_h, -np.inf), on_x[:, None]], axis=1)
-
-
-def _solve(K, g):
-    r"""``(K^{-1} g, ok)`` for a stack of matrices (``K^{-1}`` where ``g`` is None) by the one-pair
-    path's Cholesky solve; ``ok``: where the factorisation succeeds (its test of positive
-    definiteness). The others get a finite placeholder (the identity's solve) and ``ok`` False."""
-    ok = np.ones(K.shape[0], dtype=bool)
-    try:
-        L = np.linalg.cholesky(K)
-    except np.linalg.LinAlgError:
-        L = np.empty_like(K)
-        for i, A in enumerate(K):
-            try:
-                L[i] = np.linalg.cholesky(A)
-            except np.linalg.LinAlgError:
-                ok[i], L[i] = False, np.eye(K.shape[-1])
-    rhs = np.broadcast_to(np.eye(K.shape[-1]), K.shape) if g is None else g[..., None]
-    out = linalg.cho_solve((L, True), rhs, check_finite=False)
-    return (out, ok) if g is None else (out[..., 0], ok)

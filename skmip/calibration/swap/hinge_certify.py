@@ -36,6 +36,7 @@ from scipy import linalg
 
 from skmip.calibration.swap.certify import RELEASE_TOL
 from skmip.calibration.swap.multi_certify import gradient_rounding
+from skmip.calibration.swap.stacks import _solve_cholesky
 
 #: Elements of one (rows x pairs) array of the gradients.
 _ROW_ELEMENTS = 2**21
@@ -194,18 +195,11 @@ class StrongBlock:
 
 
 def _stacked_solve(hess, grad):
-    """:math:`A_i^{-1}g_i` for a stack of positive definite matrices; a pair whose matrix the
-    solver rejects gets a non-finite step (it stops where it is: the solve only steers)."""
-    try:
-        return np.linalg.solve(hess, grad[..., None])[..., 0]
-    except np.linalg.LinAlgError:
-        out = np.full(grad.shape, np.nan)
-        for i, (A, g) in enumerate(zip(hess, grad)):
-            try:
-                out[i] = np.linalg.solve(A, g)
-            except np.linalg.LinAlgError:
-                pass
-        return out
+    """:math:`A_i^{-1}g_i` for a stack of positive definite matrices (:func:`~.stacks._solve_cholesky`);
+    a pair whose matrix the solver rejects gets a non-finite step (it stops where it is: the
+    solve only steers)."""
+    step, ok = _solve_cholesky(hess, grad)
+    return np.where(ok[:, None], step, np.nan)
 
 
 def _hypot(parts):

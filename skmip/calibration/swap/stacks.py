@@ -59,6 +59,17 @@ def _cholesky(A, live):
     return np.where(ok[..., None, None], L, np.eye(A.shape[-1])), ok
 
 
+def _solve_cholesky(K, g):
+    r"""``(K^{-1} g, ok)`` for a stack of matrices K (m, D, D) and rows g (m, D) (``K^{-1}`` where
+    ``g`` is None) by Cholesky factors (:func:`_cholesky`); ``ok``: where the factorisation
+    succeeds (its test of positive definiteness). The others get a finite placeholder (the
+    identity's solve) and ``ok`` False."""
+    L, ok = _cholesky(K, np.ones(K.shape[0], dtype=bool))
+    rhs = np.broadcast_to(np.eye(K.shape[-1]), K.shape) if g is None else g[..., None]
+    out = linalg.cho_solve((L, True), rhs, check_finite=False)
+    return (out, ok) if g is None else (out[..., 0], ok)
+
+
 def _cho_inverse(L):
     """H^-1 for a stack of lower Cholesky factors L (..., D, D) of H.
 
