@@ -77,15 +77,16 @@ def _influence_rounds(seeds, fitter, loss, Xd, y, sample_weight, n, k, p, whiten
     fitter = copy.copy(fitter)
     fitter.__dict__["_certified_minimisers"] = {}
     data = (fitter, loss, Xd, y, sample_weight, n, k)
+    out = None
     if _batchable(fitter, newton, all_pairs, k):
         out = _batched_rounds(seeds, *data, p, whitener, n_keep, refine, certify, cover, keep)
-        if out is not None:
-            return out
-    out = np.empty((n, len(seeds), n_keep))
-    for i, seed in enumerate(seeds):
-        out[:, i] = _influence_round(*data, seed, p, whitener, all_pairs, n_keep, newton, refine, certify, cover,
-                                     keep)
-    return out
+    if out is None:
+        out = np.empty((n, len(seeds), n_keep))
+        for i, seed in enumerate(seeds):
+            out[:, i] = _influence_round(*data, seed, p, whitener, all_pairs, n_keep, newton, refine, certify,
+                                         cover, keep)
+    # Computed with the rounded whitening: upper bounds in the exact one (whitening.py).
+    return whitener.outward(out)
 
 
 def _batchable(fitter, newton, all_pairs, k):

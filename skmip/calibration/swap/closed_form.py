@@ -48,6 +48,10 @@ _OWNER = "statistic_swap_deltas"
 _MAX_PAIRS = 2**24
 #: Targets per block of the pairwise computations (memory block * n_distinct).
 _BLOCK = 256
+#: Unit roundoff of float64, and a factor that covers the roundings of a square root, two
+#: sums and a division (each relative at most u) in a computed distance.
+_U = 2.0**-53
+_UP = 1.0 + 8.0 * _U
 
 
 def _group(rows):
@@ -141,34 +145,56 @@ def statistic_swap_deltas(
         )
     distinct, _, counts = _group(F)
     u = distinct.shape[0]
-    if whitener.diagonal:
-        W = distinct * whitener.inv
-        moved = distinct[:, whitener.zero]  # un-noised coordinates: a change there is seen
-    else:
-        W = distinct @ whitener.linv.T
-        moved = distinct[:, :0]
+    # Each row's image with a bound on its rounding (whitening.py); every distance below is
+    # rounded outward (docs/coupling.md, "Statistics in closed form").
+    W, err = whitener.images(distinct)
+    moved = distinct[:, whitener.zero] if whitener.diagonal else distinct[:, :0]  # un-noised: a change is seen
     sq = np.einsum("ij,ij->i", W, W)
     if u * u > max_pairs:
-        # Jensen: E_e ||w* - w_e||^2 = (sum_j c_j ||w* - w_j||^2) / (n - 1), in closed form.
-        total = counts @ W
-        mean_sq = (counts @ sq - 2.0 * W @ total + n * sq) / (n - 1)
-        value = np.sqrt(np.maximum(mean_sq, 0.0)) / k
+        value = _jensen_values(W, err, sq, counts, n, k)
         if moved.shape[1]:
             differs = np.array([(counts * np.any(moved != m, axis=1)).sum() > 0 for m in moved])
             value = np.where(differs, np.inf, value)
-        return SwapDeltas(value[:, None, None], k, "closed_form", "jensen", target_counts=counts)
+        return SwapDeltas(whitener.outward(value)[:, None, None], k, "closed_form", "jensen", target_counts=counts)
     dist = np.empty((u, 1, u))
+    gamma = _gamma(2 * W.shape[1] + 9)
     for start in range(0, u, _BLOCK):
         stop = min(start + _BLOCK, u)
+        # ||w_i - w_j||^2 in its Gram form, with its rounding: at most gamma (s_i + s_j), doubled.
         block = sq[start:stop, None] + sq[None, :] - 2.0 * W[start:stop] @ W.T
-        block = np.sqrt(np.maximum(block, 0.0)) / k
-        # Gram rounding must not make a row distinct from itself.
+        slack = 2.0 * gamma * (sq[start:stop, None] + sq[None, :])
+        block = (np.sqrt(np.maximum(block, 0.0) + slack) + err[start:stop, None] + err[None, :]) * _UP / k
+        # A row is not distinct from itself (its own swap does not move the statistic).
         block[np.arange(stop - start), np.arange(start, stop)] = 0.0
         if moved.shape[1]:
             block = np.where(np.any(moved[start:stop, None, :] != moved[None, :, :], axis=2), np.inf, block)
         dist[start:stop, 0] = block
-    return SwapDeltas(dist, k, "closed_form", "exhaustive", weights=_pair_weights(counts, n)[:, None, :],
+    return SwapDeltas(whitener.outward(dist), k, "closed_form", "exhaustive",
+                      weights=_pair_weights(counts, n)[:, None, :],
                       target_counts=counts)
+
+
+def _gamma(m):
+    """:math:`\\gamma_m = mu/(1 - mu)`, the relative rounding of a sum of ``m`` products."""
+    return m * _U / (1.0 - m * _U)
+
+
+def _jensen_values(W, err, sq, counts, n, k):
+    r"""Per distinct row, an upper bound on :math:`\sqrt{\mathbb{E}_e\|L^{-1}(\phi(x^*) - \phi(e))\|^2}/k`
+    (before :meth:`~.whitening._Whitener.outward`), from
+    :math:`\mathbb{E}_e\|w^* - w_e\|^2 = (\sum_j c_j\|w^* - w_j\|^2)/(n - 1)` in closed form.
+
+    The numerator :math:`\sum_j c_j s_j - 2 w^{*\top}\sum_j c_j w_j + n s^*` rounds by at most
+    :math:`\gamma_{D+u+4}` times the same sum of absolute values (each a sum of at most
+    :math:`D + u` products), doubled; the images' own errors add :math:`\epsilon^* + \max_j
+    \epsilon_j` (Minkowski's inequality); the square root, the sums and the division are
+    covered by ``_UP``."""
+    total = counts @ W
+    numerator = counts @ sq - 2.0 * W @ total + n * sq
+    size = counts @ sq + 2.0 * np.abs(W) @ (counts @ np.abs(W)) + n * sq
+    slack = 2.0 * _gamma(W.shape[1] + W.shape[0] + 4) * size
+    mean_sq = (np.maximum(numerator, 0.0) + slack) / (n - 1)
+    return (np.sqrt(mean_sq) + err + err.max(initial=0.0)) * _UP / k
 
 
 def _statistic_features(estimator, adapter, X):
