@@ -10,7 +10,6 @@ calibration analysed (:func:`fit_released_base`), and one noised release per eta
 from __future__ import annotations
 
 import copy
-import re
 import warnings
 from dataclasses import dataclass
 from functools import cached_property
@@ -21,6 +20,7 @@ from sklearn.utils import _safe_indexing
 
 from skmip.exceptions import PrivacyWarning
 from skmip.utils.rows import fit_on_rows, n_rows, subset_fit_params
+from skmip.calibration.losses.mismatch import ObjectiveMismatch
 from skmip.calibration.swap import get_smooth_loss
 from skmip.calibration.routes.coupling import CouplingNoise, outlying_records
 from skmip.calibration.routes.moments import MomentsNoise
@@ -124,22 +124,18 @@ def measure_spread(wrapper, route, estimator, adapter, data):
     return Spread(method, shape, smooth, sigma, scale, shares, X, y, size, fit_params)
 
 
-#: The influence engines' own way out, which their refusals name and the wrapper does not offer.
-_ENGINE_HINT = re.compile(r",? or (?:use )?engine='refit'| Use engine='refit'\.")
-
-
 def _check_objective(loss, estimator):
     """Refuse, before any fit, an estimator configured outside the objective its registered
     smooth loss models (the plain hinge, an L1 part, ``crammer_singer``, ...): the coupling
     engines would refuse it later, naming ``engine='refit'``, which the wrapper does not take."""
     try:
         loss.check(estimator)
-    except ValueError as err:
-        why = _ENGINE_HINT.sub("", str(err).split(": ", 1)[-1])
+    except ValueError as err:  # a registered loss of one's own may raise a plain ValueError
+        why, fix = (err.why, err.fix_sentence()) if isinstance(err, ObjectiveMismatch) else (str(err), "")
         raise ValueError(
             f"{_OWNER}: method='coupling' cannot calibrate this {type(estimator).__name__}: {why} "
-            "Or pass method='auto', which trains such an estimator on MIP synthetic records, or "
-            "method='moments' (Corollary 10's noise on its own parameters)."
+            f"{fix + ' ' if fix else ''}Or pass method='auto', which trains such an estimator on MIP "
+            "synthetic records, or method='moments' (Corollary 10's noise on its own parameters)."
         ) from None
 
 

@@ -4,7 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.linear_model import GammaRegressor, PoissonRegressor, TweedieRegressor
+from sklearn.linear_model import GammaRegressor, PoissonRegressor, Ridge, TweedieRegressor
 
 from skmip import MIPNoiseWrapper
 from skmip.calibration.swap import estimate_swap_deltas, get_smooth_loss, polish_to_minimiser
@@ -114,3 +114,22 @@ def test_wrapper_auto_calibrates_them_by_coupling(model):
     assert w.coupling_eta_upper_ <= 0.3
     assert w.estimator_.coef_.shape == (3,) and np.ndim(w.estimator_.intercept_) == 0
     assert np.all(w.predict(X) > 0)  # still a log-link model
+
+
+@pytest.mark.parametrize("make, fix", [
+    (lambda: TweedieRegressor(power=3.0), "Use 1 <= power <= 2 (Poisson to Gamma), or engine='refit'."),
+    (lambda: TweedieRegressor(power=1.0, link="identity"), "or power=0 (least squares), or engine='refit'."),
+    (lambda: Ridge(positive=True), "objective. Use engine='refit'."),
+])
+def test_a_loss_check_says_why_and_its_fix_apart(make, fix):
+    """The registered losses refuse an estimator outside their objective with an
+    ``ObjectiveMismatch``: a reason and the estimator's own fix, apart (the wrapper, which takes no
+    engine, words its own message from them), and the engines' ``engine='refit'`` after them."""
+    from skmip.calibration.losses.mismatch import ObjectiveMismatch
+    from skmip.calibration.swap import get_smooth_loss
+
+    est = make()
+    with pytest.raises(ObjectiveMismatch) as err:
+        get_smooth_loss(est).check(est)
+    assert str(err.value).startswith("estimate_swap_deltas: ") and str(err.value).endswith(fix)
+    assert "engine=" not in err.value.why and (err.value.fix is None or "engine=" not in err.value.fix)

@@ -9,7 +9,7 @@ import pytest
 from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer
 from sklearn.ensemble import RandomForestClassifier
-from sklearn.linear_model import LogisticRegression
+from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -104,15 +104,17 @@ def test_the_default_releases_a_plain_hinge_svm_with_a_promise(cancer):
     (lambda: LogisticRegression(solver="liblinear"), "solver='lbfgs'"),
     (lambda: LogisticRegression(class_weight="balanced"), "dict of class weights"),
     (lambda: make_pipeline(StandardScaler(), LinearSVC(loss="hinge")), "loss='squared_hinge'"),
+    (lambda: Ridge(positive=True), "is a constrained problem"),  # no fix of its own: the routes only
 ])
 def test_coupling_refuses_an_estimator_outside_its_objective_with_the_wrappers_fixes(cancer, make, fix):
     """method='coupling' on an estimator its registered loss does not model is refused before any
     fit, naming the estimator's fix and the wrapper's routes, not the engines' engine='refit',
     which the wrapper does not take (session 12 noticed it); nothing is left half-fitted."""
     X, y = cancer
-    wrapper = MIPNoiseWrapper(make(), eta=0.2, method="coupling", random_state=0)
+    est = make()
+    wrapper = MIPNoiseWrapper(est, eta=0.2, method="coupling", random_state=0)
     with pytest.raises(ValueError) as err:
-        wrapper.fit(X, y)
+        wrapper.fit(X, y.astype(float) if isinstance(est, Ridge) else y)
     message = str(err.value)
     assert message.startswith("MIPNoiseWrapper: method='coupling' cannot calibrate this")
     assert fix in message and "method='auto'" in message and "engine=" not in message

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from skmip.calibration.losses.mismatch import ObjectiveMismatch
 from skmip.calibration.losses.terms import _OWNER, GLMTerms, LossBlock, RowGradients, augment, weighted_gram
 
 
@@ -64,31 +65,25 @@ class _TweedieLoss:
     def check(self, est):
         power, link = _tweedie_power(est)
         if link == "log" and not 1.0 <= power <= 2.0:
-            raise ValueError(
-                f"{_OWNER}: {type(est).__name__}(power={power!r}) with the log link has a "
-                "half deviance that is not convex in the linear predictor (its second "
-                "derivative changes sign), so the influence engines' expansion has no "
-                "guarantee; use 1 <= power <= 2 (Poisson to Gamma) or engine='refit'."
-            )
+            raise ObjectiveMismatch(
+                _OWNER, f"{type(est).__name__}(power={power!r}) with the log link has a half deviance "
+                "that is not convex in the linear predictor (its second derivative changes sign), so "
+                "the influence engines' expansion has no guarantee.", "use 1 <= power <= 2 (Poisson to Gamma)")
         if link == "identity" and power != 0.0:
-            raise ValueError(
-                f"{_OWNER}: {type(est).__name__}(power={power!r}, link='identity') needs a "
-                "positive linear predictor, a constrained problem the influence engines do "
-                "not model; use link='log' with 1 <= power <= 2, power=0 (least squares) or "
-                "engine='refit'."
-            )
+            raise ObjectiveMismatch(
+                _OWNER, f"{type(est).__name__}(power={power!r}, link='identity') needs a positive "
+                "linear predictor, a constrained problem the influence engines do not model.",
+                "use link='log' with 1 <= power <= 2, or power=0 (least squares)")
 
     def blocks(self, est, X, y, fit_rows, sample_weight):
         n, d = X.shape
         if sample_weight is not None:
             s = np.asarray(sample_weight, dtype=np.float64)
             if not np.all(s == s[0]):
-                raise ValueError(
-                    f"{_OWNER}: {type(est).__name__} scales its penalty by the total sample "
-                    "weight of the training rows, which a swap of two rows with different "
-                    "weights changes; the influence engines model a fixed penalty. Use unit "
-                    "(or equal) weights, or engine='refit'."
-                )
+                raise ObjectiveMismatch(
+                    _OWNER, f"{type(est).__name__} scales its penalty by the total sample weight of the "
+                    "training rows, which a swap of two rows with different weights changes; the "
+                    "influence engines model a fixed penalty.", "use unit (or equal) weights")
             w = float(s[0])
         else:
             w = 1.0

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from skmip.calibration.losses.mismatch import ObjectiveMismatch
 from skmip.calibration.losses.terms import (
     _OWNER,
     GLMTerms,
@@ -42,20 +43,17 @@ class _LogisticLoss:
 
     def check(self, est):
         if est.solver == "liblinear":
-            raise ValueError(
-                f"{_OWNER}: LogisticRegression(solver='liblinear') penalises the intercept "
-                "(intercept_scaling), an objective the influence engines do not model. Use "
-                "solver='lbfgs' or 'newton-cholesky', or engine='refit'."
-            )
+            raise ObjectiveMismatch(
+                _OWNER, "LogisticRegression(solver='liblinear') penalises the intercept "
+                "(intercept_scaling), an objective the influence engines do not model.",
+                "use solver='lbfgs' or 'newton-cholesky'")
         penalty = getattr(est, "penalty", "deprecated")
         l1 = getattr(est, "l1_ratio", 0.0)
         smooth = penalty is None or (penalty in ("deprecated", "l2") and (l1 in (0, None) or est.C == np.inf))
         if not smooth:
-            raise ValueError(
-                f"{_OWNER}: LogisticRegression with an L1 part (l1_ratio={l1!r}, "
-                f"penalty={penalty!r}) is not smooth; the influence engines need l1_ratio=0. "
-                "Use engine='refit'."
-            )
+            raise ObjectiveMismatch(
+                _OWNER, f"LogisticRegression with an L1 part (l1_ratio={l1!r}, penalty={penalty!r}) is "
+                "not smooth, and the influence engines need a smooth objective.", "use l1_ratio=0")
         check_fixed_class_weight(est)
 
     def blocks(self, est, X, y, fit_rows, sample_weight):
@@ -149,10 +147,9 @@ class _LeastSquaresLoss:
 
     def check(self, est):
         if getattr(est, "positive", False):
-            raise ValueError(
-                f"{_OWNER}: {type(est).__name__}(positive=True) is a constrained problem; the "
-                "influence engines need an unconstrained smooth objective. Use engine='refit'."
-            )
+            raise ObjectiveMismatch(
+                _OWNER, f"{type(est).__name__}(positive=True) is a constrained problem; the influence "
+                "engines need an unconstrained smooth objective.")
 
     def blocks(self, est, X, y, fit_rows, sample_weight):
         n, d = X.shape

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from skmip.calibration.losses.mismatch import ObjectiveMismatch
 from skmip.calibration.losses.terms import (
     _OWNER,
     GLMTerms,
@@ -64,17 +65,13 @@ class _SquaredHingeLoss:
 
     def check(self, est):
         if est.loss != "squared_hinge" or est.penalty != "l2":
-            raise ValueError(
-                f"{_OWNER}: LinearSVC(loss={est.loss!r}, penalty={est.penalty!r}) is not smooth "
-                "(the hinge has no curvature, an L1 penalty has a kink at 0); the influence "
-                "engines need loss='squared_hinge', penalty='l2'. Use engine='refit'."
-            )
+            raise ObjectiveMismatch(
+                _OWNER, f"LinearSVC(loss={est.loss!r}, penalty={est.penalty!r}) is not smooth (the hinge "
+                "has no curvature, an L1 penalty has a kink at 0).", "use loss='squared_hinge', penalty='l2'")
         if est.multi_class != "ovr":
-            raise ValueError(
-                f"{_OWNER}: LinearSVC(multi_class={est.multi_class!r}) minimises a joint "
-                "objective the influence engines do not model; use multi_class='ovr' or "
-                "engine='refit'."
-            )
+            raise ObjectiveMismatch(
+                _OWNER, f"LinearSVC(multi_class={est.multi_class!r}) minimises a joint objective the "
+                "influence engines do not model.", "use multi_class='ovr'")
         check_fixed_class_weight(est)
 
     def blocks(self, est, X, y, fit_rows, sample_weight):

@@ -22,6 +22,8 @@ from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
+from skmip.calibration.losses.mismatch import ObjectiveMismatch
+
 __all__ = [
     "GLMTerms", "MultiMarginTerms", "LossBlock", "RowGradients", "SmoothLoss", "gradient_sum",
     "softmax_terms", "augmented_design_cache", "augment", "weighted_gram", "row_weights",
@@ -241,8 +243,9 @@ class SmoothLoss(Protocol):
 
     ``blocks(estimator, X, y, fit_rows, sample_weight)`` receives the estimator fitted on
     ``X[fit_rows]``, all rows of ``X`` (dense float array) and ``y``, and returns a list of
-    :class:`LossBlock`. ``check(estimator)`` raises ``ValueError`` (saying what to change)
-    if the estimator's settings leave the modelled objective.
+    :class:`LossBlock`. ``check(estimator)`` raises
+    :class:`~skmip.calibration.losses.mismatch.ObjectiveMismatch` (a ``ValueError`` that says
+    why and what to change) if the estimator's settings leave the modelled objective.
     """
 
     def check(self, estimator) -> None: ...
@@ -325,8 +328,6 @@ def row_weights(n, sample_weight):
 def check_fixed_class_weight(est):
     """Refuse ``class_weight='balanced'``: its weights depend on each subset's class counts."""
     if isinstance(est.class_weight, str):
-        raise ValueError(
-            f"{_OWNER}: class_weight={est.class_weight!r} makes the weights depend on the "
-            "class counts of each subset, which a swap changes; pass a dict of class "
-            "weights or use engine='refit'."
-        )
+        raise ObjectiveMismatch(
+            _OWNER, f"class_weight={est.class_weight!r} makes the weights depend on the class counts "
+            "of each subset, which a swap changes.", "pass a dict of class weights")
