@@ -157,9 +157,14 @@ def load_average():
 
 
 def commit():
-    """Short commit of the checkout (``+`` when the tree has changes), or ``unknown``."""
+    """Short commit of the checkout whose ``skmip`` is measured (``+`` when its tree has
+    changes), or ``unknown``: the tree ``PYTHONPATH`` points at, which a side-by-side run
+    sets, not the one the script lies in."""
+    import skmip
+
     try:
-        run = lambda *a: subprocess.run(["git", *a], cwd=HERE, capture_output=True, text=True,  # noqa: E731
+        where = Path(skmip.__file__).resolve().parent
+        run = lambda *a: subprocess.run(["git", *a], cwd=where, capture_output=True, text=True,  # noqa: E731
                                         timeout=10).stdout.strip()
         sha = run("rev-parse", "--short", "HEAD")
         return (sha + ("+" if run("status", "--porcelain", "--untracked-files=no") else "")) or "unknown"
