@@ -134,6 +134,10 @@ class MIPNoiseWrapper(MovedKnobsMixin, RenamedParametersMixin, MIPPromiseMixin, 
         ``method_ == "noisy_gradient"``: the run's noise multiplier, clipping norm (row units),
         Poisson rate per row of D_train and number of steps; ``mip_bound_`` is
         :func:`skmip.bounds.dpsgd_eta` of them.
+    subspace_rank_ : int or None
+        ``method_ == "noisy_gradient"``: the number ``r`` of D's principal directions the descent
+        ran in (:mod:`skmip.calibration.noisy_gradient.subspace`; a function of public settings),
+        ``None`` where it ran on every column (``subspace=None``, or too many columns).
     synthesizer_ : MIPTabularSynthesizer
         ``method_ == "synthetic"``: the fitted synthesizer whose samples trained
         ``estimator_`` (itself eta-MIP: its tables are the release; ``domains_`` shows the

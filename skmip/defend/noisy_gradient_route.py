@@ -118,6 +118,7 @@ def fit_noisy_gradient_path(wrapper, route, data, etas, owner):
             "clip_norm_": details["clip_norm"],
             "sample_rate_": details["sample_rate"],
             "n_steps_": details["n_steps"],
+            "subspace_rank_": details["subspace_rank"],
             "n_train_": data.n_train,
             "mip_bound_": None if data.given_subset else float(details["mip_bound"]),
             "target_eta_": float(eta),

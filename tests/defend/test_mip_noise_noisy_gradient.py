@@ -16,12 +16,13 @@ from sklearn.tree import DecisionTreeClassifier
 
 from skmip import MIPNoiseWrapper, MIPNoiseWrapperCV, mip_noise_path
 from skmip.audit.scoring import MIAttackScorer
+from skmip.calibration.noisy_gradient.subspace import subspace_rank
 from skmip.calibration.routes import NoisyGradientRoute
 from skmip.exceptions import PrivacyWarning
 
 #: Every fitted attribute of a noisy-gradient release: nothing un-noised, no row indices.
 ATTRIBUTES = {"estimator_", "method_", "method_reason_", "noise_multiplier_", "clip_norm_", "sample_rate_",
-              "n_steps_", "n_train_", "mip_bound_", "target_eta_", "n_features_in_", "classes_"}
+              "n_steps_", "subspace_rank_", "n_train_", "mip_bound_", "target_eta_", "n_features_in_", "classes_"}
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +52,8 @@ def test_a_pipeline_is_released_with_its_promise(cancer):
     assert (promise.kind, promise.value, promise.n_train, promise.promised) == ("mip", w.mip_bound_, w.n_train_, True)
     assert isinstance(w.estimator_, Pipeline) and type(w.estimator_[-1]) is LogisticRegression
     assert set(vars(w)) - set(w.get_params(deep=False)) == ATTRIBUTES
+    # The rank of the subspace it ran in: the rule of public settings, as fit_noisy_gradient ran it.
+    assert w.subspace_rank_ == subspace_rank(w.n_train_, w.sample_rate_, w.n_steps_, w.noise_multiplier_)
     # 0.95 measured at this seed (non-private 0.98); 0.9 leaves the noise room without hiding a
     # broken descent, which sits at the majority class (0.63).
     assert w.score(X_test, y_test) > 0.9
@@ -148,3 +151,10 @@ def test_the_audit_plays_the_game_against_the_route(cancer):
         audit = MIAttackScorer(wrapper, attack="loss", n_models=4, random_state=0).fit(X_d, y_d)
     # train_size=1.0: no promise, the calibration's target is what the audit tests.
     assert audit.bound_ == 0.1 and audit.bound_holds_ is True
+
+
+def test_every_column_gives_no_subspace_rank(cancer):
+    """``subspace=None`` runs the descent on every column: ``subspace_rank_`` says ``None``."""
+    X_d, _, y_d, _ = cancer
+    w = _quiet(MIPNoiseWrapper(_pipe(), eta=0.1, method=NoisyGradientRoute(subspace=None), random_state=0), X_d, y_d)
+    assert w.subspace_rank_ is None
