@@ -69,3 +69,19 @@ def test_a_batch_certified_at_once_equals_its_fits_certified_one_by_one(lazy, mo
                              random_state=5, polish=True)
     assert np.isfinite(d.distances).all()
     assert seen["fits"] >= 12 and seen["loose"] > 0  # batches of several fits, with loose pairs
+
+
+@pytest.mark.parametrize("count", [213, 8])
+def test_fit_floors_along_an_axis_equal_the_fit_by_fit_medians(count):
+    # The batched rounds' fits have equal counts of pairs: one median along an axis, which
+    # must be each fit's PairCertifier._floor to every bit (a floor decides which pairs the
+    # later stages take); otherwise (a non-finite distance) fit by fit.
+    rng = np.random.default_rng(count)
+    flat = rng.lognormal(size=5 * count)
+    ends = np.arange(6) * count
+    cert = object.__new__(StackCertifier)
+    alone = np.array([PairCertifier._floor(flat[a:b]) for a, b in zip(ends[:-1], ends[1:])])
+    np.testing.assert_array_equal(cert._floors(flat, ends), alone)
+    flat[3] = np.inf
+    alone[0] = PairCertifier._floor(flat[:count])
+    np.testing.assert_array_equal(cert._floors(flat, ends), alone)

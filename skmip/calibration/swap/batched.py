@@ -192,11 +192,14 @@ def _fitted_batch(fits, fitter, loss, Xd, y, sample_weight, n, whitener):
     x = np.concatenate([f[2] for f in fits])
     e = np.concatenate([f[1][f[3]] for f in fits])
     # The pairs' per-row quantities (_glm_rows) from their own rows only: row j of fit b is
-    # row b n + j of the flattened xi and margins (no (B, n, D) arrays beyond xi).
-    flat_xi, flat_m = xi.reshape(B * n, -1), margins.ravel()
+    # row b n + j of the flattened xi, margins and leverages (no (B, n, D) arrays beyond xi;
+    # a row's leverage is the same sum of the same products in h as in _glm_rows).
+    flat_xi, flat_m, flat_h = xi.reshape(B * n, -1), margins.ravel(), h.ravel()
 
     def pair_rows(rows, keys):
-        prep = _glm_rows(glm.features[rows], flat_xi[b_of + rows], flat_m[b_of + rows], rows, glm, whitener, index)
+        at = b_of + rows
+        feats = glm.features[rows] if "feats" in keys else None
+        prep = _glm_rows(feats, flat_xi[at], flat_m[at], rows, glm, whitener, index, h=flat_h[at])
         return {key: prep[key] for key in keys}
 
     side = (pair_rows(e, _E_KEYS), pair_rows(x[:, None], _X_KEYS), glm)
@@ -212,7 +215,7 @@ def _certified_batch(fits, fitted, fitter, whitener):
     targets and its own distance to its minimiser."""
     f = fitted
     cert = StackCertifier(f["glm"], f["theta"], f["reg0"], f["P"], f["Hinv"], f["H"], f["grad"], whitener,
-                          f["index"], f["xi"], f["h"], cache=exact_cache(fitter))
+                          f["index"], f["xi"], f["h"], cache=exact_cache(fitter), FH=f["FH"])
     fit = np.repeat(np.arange(len(fits)), f["sizes"])[:, None]
     dist, bound, c_e, c_x, _ = _closed_form_matched(cert, f["side"], whitener, fit=fit)
     cert.release_closed_form()
@@ -241,7 +244,7 @@ def _unkept_batch(fits, f, fitter, k, whitener, n_keep, refine, out, certify):
     if certify and glm.gsc is not None:
         # Each pair certified with its own fit's Hessian, residual and rows, all fits at once.
         cert = StackCertifier(glm, theta, f["reg0"], f["P"], f["Hinv"], H, f["grad"], whitener, f["index"], f["xi"],
-                              f["h"], cache=exact_cache(fitter), targets=tightened(certify))
+                              f["h"], cache=exact_cache(fitter), targets=tightened(certify), FH=f["FH"])
         dist = _certified_matched(cert, side, whitener, fit=np.repeat(np.arange(B), sizes)[:, None])
         refine = 0.0  # refinement is not certified
     elif certify:

@@ -35,8 +35,9 @@ in :mod:`skmip.calibration.swap.release`); the sums over a fit's rows are in
 from __future__ import annotations
 
 import numpy as np
-from scipy import linalg
 from scipy.special import lambertw
+
+from skmip.calibration.swap.stacks import _largest_eigenvalues
 
 #: Relative slack on the radius found by the ball lemma (its root is computed in floating point).
 _ROOT_SLACK = 1e-6
@@ -152,7 +153,7 @@ def fit_constants(hinv, residual, whiten, gsc, leverage, nu="eigen", slack=0.0):
     M = W.T @ hinv @ W
     # The largest eigenvalue, or (nu="trace", cheaper) the trace, which bounds it.
     top = (np.array([np.trace(m) for m in M]) if nu == "trace"
-           else linalg.eigvalsh(0.5 * (M + np.swapaxes(M, -1, -2)))[..., -1])
+           else _largest_eigenvalues(0.5 * (M + np.swapaxes(M, -1, -2))))
     nu_ = np.maximum(top, 0.0)
     lam = leverage.max(axis=-1) if leverage.shape[-1] else np.zeros(leverage.shape[:-1])
     g2 = ((residual[:, None, :] @ hinv) @ residual[:, :, None])[:, 0, 0]

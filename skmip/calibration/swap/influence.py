@@ -46,12 +46,13 @@ def _prepare(block, factor, rows, whitener, newton):
     return _glm_rows(feats, xi, glm.margins[rows], np.asarray(rows), glm, whitener, block.index)
 
 
-def _glm_rows(feats, xi, margins, rows, glm, whitener, index):
+def _glm_rows(feats, xi, margins, rows, glm, whitener, index, h=None):
     """The Newton engine's per-row quantities, for rows (..., ) of one fit or of a stack of fits.
 
     The features x_i, xi_i = H^-1 x_i (whitened: ``U``, raw on zero-scale coordinates:
     ``Uraw``), the leverage h_ii = x_i' H^-1 x_i, the margins u0 at the fit and the loss
-    derivatives there.
+    derivatives there. ``h``: the leverages where the caller has them (the same products and
+    sums, row by row; ``feats`` may then be ``None`` if no one reads them).
     """
     return {
         "rows": rows,
@@ -59,7 +60,7 @@ def _glm_rows(feats, xi, margins, rows, glm, whitener, index):
         "xi": xi,
         "U": whitener.apply(xi, index),
         "Uraw": whitener.raw(xi, index),
-        "h": (feats * xi).sum(-1),
+        "h": (feats * xi).sum(-1) if h is None else h,
         "u0": margins,
         "d1": glm.dloss(margins, rows),
         "d2": glm.d2loss(margins, rows),

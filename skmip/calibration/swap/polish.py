@@ -123,6 +123,8 @@ def _solver_step(block, factor, fit_rows):
 
 def _check_solver_error(err, values, k):
     """Raise if the fit's own error is not negligible next to the swap distances."""
+    if 2.0 * err <= _SOLVER_ATOL:
+        return  # rounding whatever the distances (below): no median to take
     scale = float(np.median(values[np.isfinite(values)])) if np.isfinite(values).any() else 0.0
     # Two fits enter each distance, so their errors can add up to 2 err.
     # Below _SOLVER_ATOL (whitened units) both the error and the distances are rounding: a

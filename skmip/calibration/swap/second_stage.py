@@ -94,10 +94,12 @@ class FitRows:
     (one per form) and the elementwise work is done in place, in one (k, m) array per fit.
     """
 
-    def __init__(self, glm, H, theta0, reg_const, P, curv, lev, unorm):
-        self.F = glm.features[H]  # (..., k, D)
+    def __init__(self, glm, H, theta0, reg_const, P, curv, lev, unorm, at_H=None):
+        # ``at_H``: the rows x_i and margins x_i' theta0 (the _mv products here) where the caller has them.
+        self.F, self.mH = (glm.features[H], None) if at_H is None else at_H  # (..., k, D)
         self.H, self.R = H, float(glm.gsc)
-        self.mH = _mv(self.F, theta0)
+        if self.mH is None:
+            self.mH = _mv(self.F, theta0)
         self.d1 = glm.dloss(self.mH, H)
         # The fit's own residual gradient.
         self.r0 = _mv(np.swapaxes(self.F, -1, -2), self.d1) + reg_const + _vm(theta0, P)
@@ -165,14 +167,15 @@ class SecondStage:
     :math:`\ell_i''`, :math:`h_{ii}` and :math:`\|W K^{-1}x_i\|`, ``lam``, ``nu``,
     ``out_error`` (B,) the fit's :class:`~.certify.FitCertificate` constants and ``reach``
     (B, n) its row sums' :math:`M_j`; ``whiten`` maps parameter changes to the noise's
-    whitened coordinates.
+    whitened coordinates; ``at_H`` optionally the rows of each H and their margins
+    (:class:`FitRows`).
     """
 
-    def __init__(self, glm, H, theta0, reg_const, P, hinv, curv, lev, unorm, consts, reach, whiten):
+    def __init__(self, glm, H, theta0, reg_const, P, hinv, curv, lev, unorm, consts, reach, whiten, at_H=None):
         self.glm, self.P, self.hinv, self.theta0, self.whiten = glm, P, hinv, theta0, whiten
         self.lam, self.nu, self.out_error = (np.asarray(c, dtype=np.float64) for c in consts)
         self.reach = reach
-        self.rows = FitRows(glm, H, theta0, reg_const, P, curv, lev, unorm)
+        self.rows = FitRows(glm, H, theta0, reg_const, P, curv, lev, unorm, at_H)
 
     def bounds(self, fit, x, e, c_e, c_x, steps=0, start=None):
         r"""Certified bounds for pairs (1-D arrays, ``fit`` non-decreasing: the pairs of each fit

@@ -19,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from skmip.calibration.swap.certify import FitCertificate, fit_constants
-from skmip.calibration.swap.pair_certifier import PairCertifier
+from skmip.calibration.swap.pair_certifier import _FALLBACK_ATOL, PairCertifier
 from skmip.calibration.swap.row_sums import _SUMS_CHUNK, _SUMS_WORK, RowSums, stacked_row_sums
 from skmip.calibration.swap.second_stage import SecondStage, _mv, _vm
 
@@ -70,6 +70,8 @@ class StackCertifier(PairCertifier):
         Exact minimisers by training set (the job's).
     targets : ndarray of bool, optional
         Lazy certification's targets (:class:`~.pair_certifier.PairCertifier`).
+    FH : ndarray (B, k, D), optional
+        The rows of each fit's ``H`` (``glm.features[H]``), where the caller has them.
 
     Notes
     -----
@@ -77,7 +79,8 @@ class StackCertifier(PairCertifier):
     the pairs of each fit together and in the order of the fits).
     """
 
-    def __init__(self, glm, theta, reg0, P, Hinv, H, residual, whitener, index, xi, h, cache=None, targets=None):
+    def __init__(self, glm, theta, reg0, P, Hinv, H, residual, whitener, index, xi, h, cache=None, targets=None,
+                 FH=None):
         self.targets = targets
         self.glm, self.theta0, self.P, self.hinv, self.H = glm, theta, P, Hinv, H
         self.cache = {} if cache is None else cache
@@ -86,8 +89,10 @@ class StackCertifier(PairCertifier):
         B, n = H.shape[0], glm.features.shape[0]
         at_H = (np.arange(B)[:, None], H)
         self.unorm = np.linalg.norm(self.whiten(xi[at_H]), axis=-1)
-        FH = glm.features[H]
-        self.curv = glm.d2loss(_mv(FH, theta), H)
+        FH = glm.features[H] if FH is None else FH
+        # The rows and margins of H, kept for the second stage (FitRows: the same products).
+        self._at_H = (FH, _mv(FH, theta))
+        self.curv = glm.d2loss(self._at_H[1], H)
         # Each fit's FitCertificate constants (nu, lam, g0, out_error), arrays over the fits.
         *self.consts, self.lev = fit_constants(Hinv, residual, self.whiten, glm.gsc, h[at_H])
         self._n = n
@@ -124,19 +129,29 @@ class StackCertifier(PairCertifier):
         fit = np.broadcast_to(fit, dist.shape)
         # The pairs of each fit are together: one slice of the flat layout per fit.
         ends = np.searchsorted(fit.ravel(), np.arange(self.H.shape[0] + 1))
-        flat = dist.ravel()
-        floor = np.array([self._floor(flat[a:b]) for a, b in zip(ends[:-1], ends[1:])])
+        floor = self._floors(dist.ravel(), ends)
         return self._tighten_fits(dist, certified, x_rows, e_rows, c_e, c_x, fit, floor[fit])
 
+    def _floors(self, flat, ends):
+        """Each fit's :meth:`PairCertifier._floor` of its pairs ``flat[ends[b]:ends[b + 1]]``:
+        one median along an axis where every fit has the same count of pairs, all finite (the
+        batched rounds' case: a median selects and averages the same elements either way)."""
+        counts = np.diff(ends)
+        if counts.size and counts[0] > 0 and (counts == counts[0]).all() and np.isfinite(flat).all():
+            return _FALLBACK_ATOL * np.median(flat[ends[0]:ends[-1]].reshape(counts.size, counts[0]), axis=1)
+        return np.array([self._floor(flat[a:b]) for a, b in zip(ends[:-1], ends[1:])])
+
     def release_closed_form(self):
-        """:meth:`PairCertifier.release_closed_form` for the stack: the row sums but ``_reach``."""
-        self._flat = self._top = None
+        """:meth:`PairCertifier.release_closed_form` for the stack: the row sums but ``_reach``,
+        and the rows of H (a kept certifier's second stage gathers them again)."""
+        self._flat = self._top = self._at_H = None
 
     def _stage(self):
         if self._second is None:
             nu, lam, _, out_error = self.consts
             self._second = SecondStage(self.glm, self.H, self.theta0, self.reg_const, self.P, self.hinv, self.curv,
-                                       self.lev, self.unorm, (lam, nu, out_error), self._reach, self.whiten)
+                                       self.lev, self.unorm, (lam, nu, out_error), self._reach, self.whiten,
+                                       self._at_H)
         return self._second
 
     def _fits(self):

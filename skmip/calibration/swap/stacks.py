@@ -70,6 +70,29 @@ def _solve_cholesky(K, g):
     return (out, ok) if g is None else (out[..., 0], ok)
 
 
+def _largest_eigenvalues(M):
+    """The largest eigenvalue of each symmetric matrix of a stack M (..., D, D): SciPy's
+    ``linalg.eigvalsh(M)[..., -1]`` to every bit (LAPACK's ``syevr`` on the lower triangle
+    with SciPy's workspace query), called matrix by matrix without SciPy's per-matrix
+    validation and dispatch, which on small matrices (the batched fits' D = 31) cost more
+    than the decomposition. Non-finite entries or a failed decomposition go to SciPy, which
+    raises as before."""
+    M = np.asarray(M)
+    D = M.shape[-1]
+    if M.dtype != np.float64 or not D or not np.isfinite(M).all():
+        return linalg.eigvalsh(M)[..., -1]
+    flat = M.reshape((-1, D, D))
+    syevr, query = lapack.get_lapack_funcs(("syevr", "syevr_lwork"), (flat,))
+    work, iwork, info = query(D, lower=1)
+    if info != 0:
+        return linalg.eigvalsh(M)[..., -1]
+    out = np.empty(flat.shape[0])
+    for i, a in enumerate(flat):
+        w, _, _, _, info = syevr(a, compute_v=0, lower=1, lwork=int(work), liwork=int(iwork))
+        out[i] = w[-1] if info == 0 else linalg.eigvalsh(a)[-1]
+    return out.reshape(M.shape[:-2])
+
+
 def _cho_inverse(L):
     """H^-1 for a stack of lower Cholesky factors L (..., D, D) of H.
 
