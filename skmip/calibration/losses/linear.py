@@ -26,7 +26,26 @@ from skmip.calibration.losses.terms import (
 
 
 def _expit(u):
-    return 0.5 * (1.0 + np.tanh(0.5 * u))  # overflow-free logistic function
+    """The logistic function, overflow-free: 0.5 (1 + tanh(u / 2)), in one new array (the
+    second stage calls it on (fits, rows, pairs) stacks; the same operations, each in place)."""
+    out = np.multiply(u, 0.5)
+    if not isinstance(out, np.ndarray) or out.dtype != np.float64:
+        return 0.5 * (1.0 + np.tanh(out))
+    np.tanh(out, out=out)
+    out += 1.0
+    out *= 0.5
+    return out
+
+
+def _in_place(p, v, op):
+    """``op(p, v)`` into ``p`` (a new float64 array of :func:`_expit`) where the result has
+    p's shape, else a new array: the same values either way."""
+    if isinstance(p, np.ndarray) and p.dtype == np.float64:
+        try:
+            return op(p, v, out=p)
+        except ValueError:  # v broadcasts the result beyond p's shape (checked before any write)
+            pass
+    return op(p, v)
 
 
 class _LogisticLoss:
@@ -81,11 +100,12 @@ class _LogisticLoss:
             t = (y == classes[1]).astype(np.float64)
 
             def dloss(u, rows):
-                return cs[rows] * (_expit(u) - t[rows])
+                return _in_place(_in_place(_expit(u), t[rows], np.subtract), cs[rows], np.multiply)
 
             def d2loss(u, rows):
                 p = _expit(u)
-                return cs[rows] * p * (1.0 - p)
+                q = 1.0 - p  # before p is scaled in place: (c p)(1 - p), in that order
+                return _in_place(_in_place(p, cs[rows], np.multiply), q, np.multiply)
 
             all_rows = np.arange(n)
             grads = RowGradients(Xa, dloss(u0, all_rows))

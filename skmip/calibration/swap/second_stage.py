@@ -215,12 +215,13 @@ class SecondStage:
         hinv, theta0 = self.hinv[fits], self.theta0[fits]
         F, r0 = rows.F, rows.r0
         xe, xx = glm.features[e], glm.features[x]
-        xi_e = xe @ hinv
-        kap = glm.d2loss(_mv_at(xe, theta0, width), e)
+        xi_e, xi_x = xe @ hinv, xx @ hinv
+        m_e = _mv_at(xe, theta0, width)
+        kap = glm.d2loss(m_e, e)
         den = 1.0 - kap * (xe * xi_e).sum(-1)
         good = den > 0
         den = np.where(good, den, 1.0)
-        ge = r0[:, None, :] - glm.dloss(_mv_at(xe, theta0, width), e)[..., None] * xe  # grad G(theta0) = r0 - l'_e x_e
+        ge = r0[:, None, :] - glm.dloss(m_e, e)[..., None] * xe  # grad G(theta0) = r0 - l'_e x_e
         mx = _mv_at(xx, theta0, width)
         e_pos = rows.position(e)
 
@@ -234,18 +235,18 @@ class SecondStage:
         def a_inv(v):
             return v @ hinv + (kap * (xi_e * v).sum(-1) / den)[..., None] * xi_e
 
-        Delta = (c_e[..., None] * xi_e - c_x[..., None] * (xx @ hinv)) if start is None else start
+        Delta = (c_e[..., None] * xi_e - c_x[..., None] * xi_x) if start is None else start
         Delta = np.where(np.isfinite(Delta).all(axis=-1, keepdims=True), Delta, 0.0)
         for _ in range(steps):
             Delta = Delta - a_inv(gradient(Delta)[0])
         g, delta, slack = gradient(Delta, slack=True)  # the certified point's: with its allowance
-        ctx = (fits, width, rows, hinv, xx, x, e, xi_e, kap, den, mx, ge)
+        ctx = (fits, width, rows, xi_x, xx, x, e, xi_e, kap, den, mx, ge)
         return self._certify_point(Delta, g, a_inv(g), delta, slack, ctx, good)
 
     def _certify_point(self, Delta, g, step, delta, slack, ctx, good):
         """The certified bound at the chord point ``Delta - step`` (docs/coupling.md, stage 2),
         and the point the next chord steps start from."""
-        fits, width, rows, hinv, xx, xj, ej, xi_e, kap, den, mx, ge = ctx
+        fits, width, rows, xi_x, xx, xj, ej, xi_e, kap, den, mx, ge = ctx
         glm, R = self.glm, rows.R
         shrink = 1.0 / np.sqrt(den)
         kappa = np.sqrt(self.lam[fits, None]) * shrink
@@ -261,7 +262,7 @@ class SecondStage:
             # Directional: ||W (theta* - theta0)|| <= ||W (Delta - A^-1 g)|| + ||W A^-1 (B - A) e||
             # (docs/coupling.md, stage 2); the rows' curvature moves by expm1(R |move_i|).
             row_terms = rows.second_order(moves, shrink * rho, shrink, v_e, width)
-            to_x = xx @ hinv + (kap * (xi_e * xx).sum(-1) / den)[..., None] * xi_e  # A^-1 x_x
+            to_x = xi_x + (kap * (xi_e * xx).sum(-1) / den)[..., None] * xi_e  # A^-1 x_x
             root_a = np.sqrt(np.maximum((to_x * xx).sum(-1), 0.0))
             curv_x = glm.d2loss(mx + (xx * Delta).sum(-1), xj)
             target = curv_x * np.exp(R * root_a * rho) * root_a * rho * np.linalg.norm(self.whiten(to_x), axis=-1)
