@@ -109,3 +109,23 @@ def test_closed_form_distances_bound_the_exact_ones(seed):
     for i in range(n):
         mean_sq = sum(_sq([a - b for a, b in zip(W[i], W[j])]) for j in range(n)) / (n - 1) / (k * k)
         assert Fraction(float(jensen[i])) ** 2 >= mean_sq, i
+
+
+def test_whitening_in_place_is_the_same_product():
+    # StackCertifier whitens the gathered rows of H in place: the same products, every bit;
+    # a matrix scale cannot and returns a new array.
+    rng = np.random.default_rng(3)
+    V = rng.normal(size=(4, 9, 5))
+    index = np.array([0, 2, 3, 5, 6])
+    vector = _Whitener(rng.uniform(0.5, 2.0, size=7))
+    want = vector.apply(V, index)
+    W = V.copy()
+    assert vector.apply(W, index, out=W) is W
+    np.testing.assert_array_equal(W, want)
+    np.testing.assert_array_equal(want, V * vector.inv[index])
+    L = np.tril(rng.normal(size=(7, 7))) + 4 * np.eye(7)
+    matrix = _Whitener(L)
+    W = V.copy()
+    got = matrix.apply(W, index, out=W)
+    np.testing.assert_array_equal(W, V)  # untouched
+    np.testing.assert_array_equal(got, matrix.apply(V, index))

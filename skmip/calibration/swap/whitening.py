@@ -120,10 +120,11 @@ class _Whitener:
         W = F @ self.linv.T
         return W, 2.0 * gamma * np.linalg.norm(np.abs(F) @ np.abs(self.linv).T, axis=-1)
 
-    def apply(self, V, index):
-        """Whiten rows of ``V`` given in the coordinates ``index`` of one block."""
+    def apply(self, V, index, out=None):
+        """Whiten rows of ``V`` given in the coordinates ``index`` of one block; a vector scale
+        writes them into ``out`` where given (which may be ``V``), a matrix scale into a new array."""
         if self.diagonal:
-            return V * self.inv[index]  # blocks stay in their own (disjoint) coordinates
+            return np.multiply(V, self.inv[index], out=out)  # blocks stay in their own (disjoint) coordinates
         return V @ self.linv[:, index].T  # the full whitened space couples the blocks
 
     def raw(self, V, index):
