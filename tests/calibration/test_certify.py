@@ -1,7 +1,10 @@
 """Certified swap distances (skmip.calibration.swap.certify, .row_sums, .pair_certifier): every stage bounds the exact one."""
 
+import gc
+
 import numpy as np
 import pytest
+from scipy import sparse
 from scipy.special import lambertw
 from sklearn.linear_model import LogisticRegression, PoissonRegressor
 
@@ -234,6 +237,36 @@ def test_row_sums_filled_as_the_rows_come_equal_the_sums_at_once(monkeypatch):
         lazy.fill(rows, xi, (xi * F[rows]).sum(-1))
     for name in ("reach", "quartic", "weighted", "squared"):
         np.testing.assert_allclose(getattr(lazy, name), getattr(whole, name), rtol=1e-12, err_msg=name)
+
+
+def test_rest_rows_of_a_read_only_design_slice_one_kept_csr_copy():
+    # RowSums keeps the rest of H sparse where its rows are (one-hot): from one CSR copy of a
+    # read-only design, sliced by rows (the matrix converting the rows gives), not a scan of
+    # the dense rows every fit; the same choice of sparse or dense as the scan.
+    rng = np.random.default_rng(6)
+    n = 60
+    X = np.c_[np.eye(10)[rng.integers(0, 10, n)], rng.normal(size=n)]  # 2 of 11 entries non-zero
+    X[:20] = rng.normal(size=(20, 11))  # dense rows
+    X.flags.writeable = False
+    for rows in (np.arange(20, 60, 3), np.arange(0, 20), np.r_[0:5, 20:60]):
+        F = row_sums._rest_rows(X, rows)
+        dense = X[rows]
+        assert sparse.issparse(F) == (np.count_nonzero(dense) <= row_sums._SPARSE_DENSITY * dense.size)
+        want = sparse.csr_matrix(dense) if sparse.issparse(F) else dense
+        for a in ("data", "indices", "indptr") if sparse.issparse(F) else ():
+            np.testing.assert_array_equal(getattr(F, a), getattr(want, a))
+        if not sparse.issparse(F):
+            np.testing.assert_array_equal(F, want)
+    kept = row_sums._design_csr(X, build=False)
+    assert kept is not None and kept.nnz == np.count_nonzero(X)
+    row_sums._rest_rows(X, np.arange(30, 50))
+    assert row_sums._design_csr(X, build=False) is kept  # made once
+    Y = X.copy()  # writeable: it may change, so it is converted row by row and not kept
+    np.testing.assert_array_equal(row_sums._rest_rows(Y, np.arange(20, 60)).toarray(), Y[20:])
+    assert row_sums._design_csr(Y, build=False) is None
+    del X, kept
+    gc.collect()
+    assert row_sums._CSR[0] is None  # dropped with its design
 
 
 def test_closed_form_bounds_the_exact_distance_with_split_row_sums(monkeypatch):
