@@ -239,6 +239,32 @@ def test_row_sums_filled_as_the_rows_come_equal_the_sums_at_once(monkeypatch):
         np.testing.assert_allclose(getattr(lazy, name), getattr(whole, name), rtol=1e-12, err_msg=name)
 
 
+@pytest.mark.parametrize("density", [0.0, 1.0])  # the rest's rows dense, or kept sparse (CSR)
+def test_rest_forms_bound_the_sums_in_extended_precision(density, monkeypatch):
+    # _Rest.forms (2 xi' U_w xi from a triangular product, the allowance added) against the
+    # sums sum_i w_i h_ij^2 in 80-bit arithmetic, one-hot rows with a numeric column: never
+    # below them, above by at most twice the allowance; a row alone as in a chunk.
+    monkeypatch.setattr(row_sums, "_SPARSE_DENSITY", density)
+    rng = np.random.default_rng(8)
+    n, D = 400, 12
+    X = np.c_[np.eye(D - 2)[rng.integers(0, D - 2, n)], rng.normal(size=n) * 30.0, np.ones(n)]
+    X.flags.writeable = False
+    rows = np.arange(0, n, 2)
+    curv, unorm = rng.uniform(1e-3, 0.25, rows.size), rng.uniform(0.1, 3.0, rows.size)
+    rest = row_sums._Rest(X, rows, curv, unorm)
+    xi = rng.normal(size=(37, D)) * np.r_[np.ones(D - 2), 1e-2, 1.0]
+    got = rest.forms(xi)
+    F, x = X[rows].astype(np.longdouble), xi.astype(np.longdouble)
+    h2 = (F @ x.T) ** 2  # (|R|, m)
+    weights = np.stack([curv, curv * unorm, curv * unorm**2]).astype(np.longdouble)
+    exact = weights @ h2  # (3, m)
+    slack = 2 * rest.allow[:, None] * (xi * xi).sum(-1)
+    assert np.all(got >= exact) and np.all(got - exact <= 2 * slack)
+    for j in (0, 5):  # one row alone
+        np.testing.assert_allclose(rest.forms(xi[j:j + 1])[:, 0], got[:, j], rtol=1e-13)
+        assert np.all(rest.forms(xi[j:j + 1])[:, 0] >= exact[:, j])
+
+
 def test_rest_rows_of_a_read_only_design_slice_one_kept_csr_copy():
     # RowSums keeps the rest of H sparse where its rows are (one-hot): from one CSR copy of a
     # read-only design, sliced by rows (the matrix converting the rows gives), not a scan of

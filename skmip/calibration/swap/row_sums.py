@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import numpy as np
 from scipy import sparse
+from scipy.linalg import blas
 
 #: Largest |S| n D spent on the exact part of :class:`RowSums` per fit (all of H where k n D
 #: fits; else the D rows, or more within this budget, that dominate the bounds).
@@ -174,7 +175,10 @@ class _Rest:
                      for w in weights]
         else:
             grams = [(F.T * w) @ F for w in weights]
-        self.grams = np.concatenate(grams, axis=1)  # (D, 3D): the three forms in one product
+        # Each form as 2 xi' U xi with U the upper triangle of G_w, its diagonal halved (exact):
+        # a triangular product, half a full one's work.
+        self.halves = np.triu(np.stack(grams))  # (3, D, D)
+        self.halves[:, np.arange(F.shape[1]), np.arange(F.shape[1])] *= 0.5
         A = abs(F)
         norm_inf = np.stack([A.T @ (w * np.asarray(A.sum(axis=1)).ravel()) for w in weights])  # (3, D): row sums of |F|' W |F|
         gamma = 1.01 * (F.shape[0] + 2 * F.shape[1] + 4) * _U
@@ -183,11 +187,14 @@ class _Rest:
 
     def forms(self, xi):
         """Upper bounds ``(3, m)`` on :math:`\\sum_{i\\in R} w_i h_{ij}^2` for the rows ``xi`` (m, D):
-        the three forms from one product ``xi @ [G_1 G_2 G_3]`` (in whatever order it sums,
-        the allowance covers the rounding of a form: :class:`_Rest`)."""
-        m, D = xi.shape
+        each form :math:`2\\,\\xi_j^\\top U_w \\xi_j` from a triangular product (a single row
+        doubled, as in :func:`rows_times`); in whatever order it sums, a form's rounding is
+        within the allowance (:class:`_Rest`: at most :math:`2D + 1` terms a chain)."""
+        m = xi.shape[0]
         sq = (xi * xi).sum(-1)
-        vals = np.einsum("mtd,md->tm", rows_times(xi, self.grams).reshape(m, 3, D), xi)
+        xt = np.repeat(xi, 2, axis=0).T if m == 1 else xi.T  # (D, m'), Fortran order for BLAS
+        vals = np.stack([2.0 * np.einsum("dm,dm->m", blas.dtrmm(1.0, U, xt, side=0, lower=0, trans_a=1)[:, :m], xt[:, :m])
+                         for U in self.halves])
         return np.maximum(vals + self.allow[:, None] * sq, 0.0)
 
 
