@@ -1,7 +1,10 @@
 """Certified swap distances (skmip.calibration.swap.certify, .row_sums, .pair_certifier): every stage bounds the exact one."""
 
+import gc
+
 import numpy as np
 import pytest
+from scipy import sparse
 from scipy.special import lambertw
 from sklearn.linear_model import LogisticRegression, PoissonRegressor
 
@@ -234,6 +237,62 @@ def test_row_sums_filled_as_the_rows_come_equal_the_sums_at_once(monkeypatch):
         lazy.fill(rows, xi, (xi * F[rows]).sum(-1))
     for name in ("reach", "quartic", "weighted", "squared"):
         np.testing.assert_allclose(getattr(lazy, name), getattr(whole, name), rtol=1e-12, err_msg=name)
+
+
+@pytest.mark.parametrize("density", [0.0, 1.0])  # the rest's rows dense, or kept sparse (CSR)
+def test_rest_forms_bound_the_sums_in_extended_precision(density, monkeypatch):
+    # _Rest.forms (2 xi' U_w xi from a triangular product, the allowance added) against the
+    # sums sum_i w_i h_ij^2 in 80-bit arithmetic, one-hot rows with a numeric column: never
+    # below them, above by at most twice the allowance; a row alone as in a chunk.
+    monkeypatch.setattr(row_sums, "_SPARSE_DENSITY", density)
+    rng = np.random.default_rng(8)
+    n, D = 400, 12
+    X = np.c_[np.eye(D - 2)[rng.integers(0, D - 2, n)], rng.normal(size=n) * 30.0, np.ones(n)]
+    X.flags.writeable = False
+    rows = np.arange(0, n, 2)
+    curv, unorm = rng.uniform(1e-3, 0.25, rows.size), rng.uniform(0.1, 3.0, rows.size)
+    rest = row_sums._Rest(X, rows, curv, unorm)
+    xi = rng.normal(size=(37, D)) * np.r_[np.ones(D - 2), 1e-2, 1.0]
+    got = rest.forms(xi)
+    F, x = X[rows].astype(np.longdouble), xi.astype(np.longdouble)
+    h2 = (F @ x.T) ** 2  # (|R|, m)
+    weights = np.stack([curv, curv * unorm, curv * unorm**2]).astype(np.longdouble)
+    exact = weights @ h2  # (3, m)
+    slack = 2 * rest.allow[:, None] * (xi * xi).sum(-1)
+    assert np.all(got >= exact) and np.all(got - exact <= 2 * slack)
+    for j in (0, 5):  # one row alone
+        np.testing.assert_allclose(rest.forms(xi[j:j + 1])[:, 0], got[:, j], rtol=1e-13)
+        assert np.all(rest.forms(xi[j:j + 1])[:, 0] >= exact[:, j])
+
+
+def test_rest_rows_of_a_read_only_design_slice_one_kept_csr_copy():
+    # RowSums keeps the rest of H sparse where its rows are (one-hot): from one CSR copy of a
+    # read-only design, sliced by rows (the matrix converting the rows gives), not a scan of
+    # the dense rows every fit; the same choice of sparse or dense as the scan.
+    rng = np.random.default_rng(6)
+    n = 60
+    X = np.c_[np.eye(10)[rng.integers(0, 10, n)], rng.normal(size=n)]  # 2 of 11 entries non-zero
+    X[:20] = rng.normal(size=(20, 11))  # dense rows
+    X.flags.writeable = False
+    for rows in (np.arange(20, 60, 3), np.arange(0, 20), np.r_[0:5, 20:60]):
+        F = row_sums._rest_rows(X, rows)
+        dense = X[rows]
+        assert sparse.issparse(F) == (np.count_nonzero(dense) <= row_sums._SPARSE_DENSITY * dense.size)
+        want = sparse.csr_matrix(dense) if sparse.issparse(F) else dense
+        for a in ("data", "indices", "indptr") if sparse.issparse(F) else ():
+            np.testing.assert_array_equal(getattr(F, a), getattr(want, a))
+        if not sparse.issparse(F):
+            np.testing.assert_array_equal(F, want)
+    kept = row_sums._design_csr(X, build=False)
+    assert kept is not None and kept.nnz == np.count_nonzero(X)
+    row_sums._rest_rows(X, np.arange(30, 50))
+    assert row_sums._design_csr(X, build=False) is kept  # made once
+    Y = X.copy()  # writeable: it may change, so it is converted row by row and not kept
+    np.testing.assert_array_equal(row_sums._rest_rows(Y, np.arange(20, 60)).toarray(), Y[20:])
+    assert row_sums._design_csr(Y, build=False) is None
+    del X, kept
+    gc.collect()
+    assert row_sums._CSR[0] is None  # dropped with its design
 
 
 def test_closed_form_bounds_the_exact_distance_with_split_row_sums(monkeypatch):

@@ -192,15 +192,16 @@ def _strong_stack(blocks, factors, fitter, H, whitener):
                              for b, f in zip(blocks, factors)], whitener)
 
 
-def _certifier(block, hinv, fitter, H, whitener, prep=None, certify=True):
+def _certifier(block, hinv, fitter, H, whitener, prep=None, certify=True, fill=None):
     """The fit's :class:`~.pair_certifier.PairCertifier` (a
     :class:`~.hinge_certify.StrongCertifier` for a loss that declares no self-concordance
     constant but a Lipschitz derivative, the squared hinge). ``prep`` = (H side, target side) of
     :func:`_prepare`: the rows' quantities the engine computed, all summed at once; without
     it the H side's scalars are computed here and the row sums filled as the rows come.
     ``certify``: ``True`` or a :class:`~.lazy.Tighten` (the targets tightened past stage 1).
-    ``prep`` = (H side,) gives the H side's scalars and sums its rows; the targets' rows are
-    then filled as they come."""
+    ``prep`` = (H side,) gives the H side's scalars and sums its rows (with ``fill``, only
+    those at the positions ``fill``: the rows the pairs draw as e); the targets' rows are then
+    filled as they come."""
     P = fitter.regulariser_hessian(block, H)
     if block.glm.gsc is None:  # the squared hinge: strong convexity (hinge_certify.py)
         return make_certifier(block.glm, block.theta, None, P, hinv, np.asarray(H), None, whitener, block.index)
@@ -214,7 +215,8 @@ def _certifier(block, hinv, fitter, H, whitener, prep=None, certify=True):
                           targets=tightened(certify))
     if prep is not None:
         for side in prep:
-            cert.sums.fill(side["rows"], side["xi"], side["h"])
+            at = slice(None) if fill is None else fill
+            cert.sums.fill(side["rows"][at], side["xi"][at], side["h"][at])
     return cert
 
 
@@ -239,7 +241,8 @@ def _streamed_pairs(block, factor, fitter, H, targets, pos, whitener, certify, r
     # The rows of H once (O(k D) memory, as the fit itself): each e side is a gather of them,
     # and the certificate's scalars of H are theirs.
     ph = _glm_prep(glm, H, hinv, whitener, index)
-    cert = (_certifier(block, hinv, fitter, H, whitener, prep=(ph,), certify=certify)
+    # Row sums only of the rows drawn as e: the pairs read no others.
+    cert = (_certifier(block, hinv, fitter, H, whitener, prep=(ph,), certify=certify, fill=np.unique(pos))
             if certify or chunks is not None else None)
     T, p = pos.shape
     dist = np.empty((T, p))

@@ -8,10 +8,12 @@ of :math:`H` that :meth:`skmip.calibration.swap.certify.FitCertificate.pair_boun
 
 from __future__ import annotations
 
+import weakref
 from types import SimpleNamespace
 
 import numpy as np
 from scipy import sparse
+from scipy.linalg import blas
 
 #: Largest |S| n D spent on the exact part of :class:`RowSums` per fit (all of H where k n D
 #: fits; else the D rows, or more within this budget, that dominate the bounds).
@@ -87,18 +89,64 @@ def _products(F, xi):
     matrix-matrix product whatever the count of rows of ``xi`` (a single row is doubled,
     since BLAS rounds a matrix-vector product differently)."""
     if sparse.issparse(F):
-        return np.abs(F @ xi.T)
-    if xi.shape[0] == 1:
-        return np.abs(F @ np.repeat(xi, 2, axis=0).T)[:, :1]
-    return np.abs(F @ xi.T)
+        h = F @ xi.T
+    elif xi.shape[0] == 1:
+        h = (F @ np.repeat(xi, 2, axis=0).T)[:, :1]
+    else:
+        h = F @ xi.T
+    return np.abs(h, out=h)
 
 
-def _compressed(F):
-    """``F`` as a CSR matrix where at most ``_SPARSE_DENSITY`` of its entries are non-zero
-    (one-hot columns), else ``F``: the products with it then cost O(non-zeros)."""
-    if F.size and np.count_nonzero(F) <= _SPARSE_DENSITY * F.size:
-        return sparse.csr_matrix(F)
-    return F
+def _rest_rows(features, rows):
+    """``features[rows]`` as a CSR matrix where at most ``_SPARSE_DENSITY`` of its entries are
+    non-zero (one-hot columns: the products with it then cost O(non-zeros)), else dense.
+
+    A read-only ``features`` that owns its memory (the engines' augmented design,
+    :func:`~skmip.calibration.losses.terms.augment`) cannot change while it lives: its CSR
+    copy is made once and sliced by rows for every fit (the same matrix as converting the
+    rows, without scanning them dense every fit); the density test reads the rows'
+    non-zeros from it."""
+    csr = _design_csr(features, build=False)
+    if csr is None:
+        F = features[rows]
+        if not (F.size and np.count_nonzero(F) <= _SPARSE_DENSITY * F.size):
+            return F
+        csr = _design_csr(features, build=True)
+        if csr is None:
+            return sparse.csr_matrix(F)
+    size = rows.size * features.shape[1]
+    if size and int((csr.indptr[rows + 1] - csr.indptr[rows]).sum()) <= _SPARSE_DENSITY * size:
+        return csr[rows]
+    return features[rows]
+
+
+#: ``(weak reference to a read-only design, its CSR copy)`` of the last design
+#: :func:`_rest_rows` kept sparse.
+_CSR = [None]
+
+
+def _design_csr(features, build):
+    """The kept CSR copy of ``features`` (made here with ``build``), or ``None`` where it is
+    not kept (no copy yet, or an array that may change: writeable, or a view)."""
+    cached = _CSR[0]
+    if cached is not None and cached[0]() is features:
+        return cached[1]
+    if not build or features.flags.writeable or not features.flags.owndata:
+        return None
+    csr = sparse.csr_matrix(features)
+    try:
+        ref = weakref.ref(features)
+    except TypeError:  # no weak references: not kept
+        return csr
+    _CSR[0] = (ref, csr)
+    weakref.finalize(features, _forget_csr, ref)  # no copy of the data outlives the design
+    return csr
+
+
+def _forget_csr(ref):
+    cached = _CSR[0]
+    if cached is not None and cached[0] is ref:
+        _CSR[0] = None
 
 
 class _Rest:
@@ -115,23 +163,38 @@ class _Rest:
     for symmetric :math:`A \ge 0`).
     """
 
-    def __init__(self, F, curv, unorm):
-        self.F, self.curv = _compressed(F), curv
+    def __init__(self, features, rows, curv, unorm):
+        self.F, self.curv = _rest_rows(features, rows), curv
+        F = self.F
         weights = np.stack([curv, curv * unorm, curv * unorm**2])  # (3, |R|)
-        if sparse.issparse(self.F):
-            self.grams = np.stack([(self.F.T @ self.F.multiply(w[:, None]).tocsr()).toarray() for w in weights])
+        if sparse.issparse(F):
+            # F' (w F) for each w, F' converted to CSR once: the terms x_ia (x_ib w_i) summed
+            # over i in order, as F.T @ F.multiply(w) sums them.
+            FT, at = F.T.tocsr(), np.repeat(np.arange(F.shape[0]), np.diff(F.indptr))
+            grams = [(FT @ sparse.csr_matrix((F.data * w[at], F.indices, F.indptr), shape=F.shape)).toarray()
+                     for w in weights]
         else:
-            self.grams = np.stack([(F.T * w) @ F for w in weights])  # (3, D, D)
-        A = abs(self.F)
+            grams = [(F.T * w) @ F for w in weights]
+        # Each form as 2 xi' U xi with U the upper triangle of G_w, its diagonal halved (exact):
+        # a triangular product, half a full one's work.
+        self.halves = np.triu(np.stack(grams))  # (3, D, D)
+        self.halves[:, np.arange(F.shape[1]), np.arange(F.shape[1])] *= 0.5
+        A = abs(F)
         norm_inf = np.stack([A.T @ (w * np.asarray(A.sum(axis=1)).ravel()) for w in weights])  # (3, D): row sums of |F|' W |F|
         gamma = 1.01 * (F.shape[0] + 2 * F.shape[1] + 4) * _U
         self.allow = 2.0 * gamma * norm_inf.max(axis=1)  # (3,)
         self.curv_min = float(curv.min())
 
     def forms(self, xi):
-        """Upper bounds ``(3, m)`` on :math:`\\sum_{i\\in R} w_i h_{ij}^2` for the rows ``xi`` (m, D)."""
+        """Upper bounds ``(3, m)`` on :math:`\\sum_{i\\in R} w_i h_{ij}^2` for the rows ``xi`` (m, D):
+        each form :math:`2\\,\\xi_j^\\top U_w \\xi_j` from a triangular product (a single row
+        doubled, as in :func:`rows_times`); in whatever order it sums, a form's rounding is
+        within the allowance (:class:`_Rest`: at most :math:`2D + 1` terms a chain)."""
+        m = xi.shape[0]
         sq = (xi * xi).sum(-1)
-        vals = np.stack([((xi @ G) * xi).sum(-1) for G in self.grams])
+        xt = np.repeat(xi, 2, axis=0).T if m == 1 else xi.T  # (D, m'), Fortran order for BLAS
+        vals = np.stack([2.0 * np.einsum("dm,dm->m", blas.dtrmm(1.0, U, xt, side=0, lower=0, trans_a=1)[:, :m], xt[:, :m])
+                         for U in self.halves])
         return np.maximum(vals + self.allow[:, None] * sq, 0.0)
 
 
@@ -177,7 +240,7 @@ class RowSums:
         self.split = bool(rest.any())
         if self.split:
             self._lam_c = float(lev[rest].max())
-            self._rest = _Rest(features[H[rest]], curv[rest], unorm[rest])
+            self._rest = _Rest(features, H[rest], curv[rest], unorm[rest])
             # The part over S of reach and of quartic^4, and the exact sums of refine().
             self._reach_S, self._quartic_S, self._reach_x, self._quartic_x = (np.full(n, np.nan) for _ in range(4))
         self._l, self._xS = curv[S], features[H[S]]
