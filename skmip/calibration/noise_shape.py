@@ -122,11 +122,6 @@ def _design_shape(V, A, max_iter=200, tol=_DESIGN_TOL):
     A = A + _EIG_FLOOR * scale * np.eye(D)
     Ah = _sym_sqrt(A)
     Ahi = np.linalg.inv(Ah)
-    # S^-1 = A^{1/2} root^-1 A^{1/2} with root^-1 = U diag(w^-1/2) U', so
-    # v' S^-1 v = ||diag(w^-1/4) U' A^{1/2} v||^2: one (n, D) x (D, D) product an iteration
-    # instead of a linear solve with n right-hand sides (a factorisation of S would not be
-    # reused: S changes every iteration).
-    VA = V @ Ah
     lam = np.full(V.shape[0], 1.0 / V.shape[0])
     best, first, bound = None, None, 0.0
     for _ in range(max_iter):
@@ -135,12 +130,10 @@ def _design_shape(V, A, max_iter=200, tol=_DESIGN_TOL):
         w, U = np.linalg.eigh(Ah @ ((V[live].T * lam[live]) @ V[live]) @ Ah)
         w = np.maximum(w, 0.0)
         bound = max(bound, float(np.sqrt(w).sum()) ** 2)
-        floored = np.maximum(w, _EIG_FLOOR * w.max())
-        root = (U * np.sqrt(floored)) @ U.T
+        root = (U * np.sqrt(np.maximum(w, _EIG_FLOOR * w.max()))) @ U.T
         S = Ahi @ root @ Ahi
         S = 0.5 * (S + S.T)
-        Z = VA @ (U * floored**-0.25)
-        q = np.einsum("ij,ij->i", Z, Z)
+        q = np.maximum(np.einsum("ij,ij->i", V, np.linalg.solve(S, V.T).T), 0.0)
         f = float(q.max() * np.trace(A @ S))
         first = f if first is None else first
         if best is None or f < best[1]:

@@ -56,25 +56,6 @@ def test_design_is_optimal_in_two_dimensions_against_a_grid():
     assert f0 >= f  # the uniform-weight start is no better than the design
 
 
-@pytest.mark.parametrize("max_iter", [1, 5, 200])
-def test_design_exposures_are_those_of_a_linear_solve(max_iter):
-    """The design reads each record's exposure v_i'S^-1 v_i from the eigen-decomposition that
-    builds S (one product an iteration, no solve with n right-hand sides); its value f is the
-    one a linear solve with the returned S gives. They differ by the rounding of forming
-    S = A^-1/2 root A^-1/2 (3e-10 relative here, shapes whose scales span two orders of
-    magnitude); 1e-8 is the tolerance of the grid test above."""
-    rng = np.random.default_rng(4)
-    D = 20
-    scales = np.geomspace(0.1, 10.0, D)
-    V = rng.normal(size=(500, D)) * scales
-    V[:3] *= 40.0  # a few records that dominate
-    B = rng.normal(size=(D, D))
-    A = B @ B.T / D + np.diag(1.0 / scales)
-    S, f, f0, gap = _design_shape(V, A, max_iter=max_iter)
-    assert f == pytest.approx(_cost(V, A, S), rel=1e-8)
-    assert f <= f0 and gap >= 0
-
-
 def test_influences_match_leave_one_out_refits():
     """v_i predicts how far adding record i moves a k-row fit that lacks it: on average over
     k-subsets without i, A(D_out + i) - A(D_out) against v_i (generalised-linear
