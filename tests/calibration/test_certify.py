@@ -14,6 +14,8 @@ from skmip.calibration.swap.certify import ball_radius, remainder_ratio
 from skmip.calibration.swap.pair_certifier import PairCertifier
 from skmip.calibration.swap.influence import _prepare, _take
 from skmip.calibration.losses.registry import get_smooth_loss
+from skmip.calibration.losses import terms
+from skmip.calibration.losses.terms import augment, augmented_design_cache, design_csr
 from skmip.calibration.swap.newton import _pair_coefficients
 from skmip.calibration.swap.polish import _factor, _regulariser_hessian
 from skmip.calibration.swap.whitening import _Whitener
@@ -266,33 +268,35 @@ def test_rest_forms_bound_the_sums_in_extended_precision(density, monkeypatch):
 
 
 def test_rest_rows_of_a_read_only_design_slice_one_kept_csr_copy():
-    # RowSums keeps the rest of H sparse where its rows are (one-hot): from one CSR copy of a
-    # read-only design, sliced by rows (the matrix converting the rows gives), not a scan of
-    # the dense rows every fit; the same choice of sparse or dense as the scan.
+    # RowSums keeps the rest of H sparse where its rows are (one-hot): from one CSR copy of the
+    # engines' augmented design (kept with it, terms.design_csr), sliced by rows (the matrix
+    # converting the rows gives), not a scan of the dense rows every fit; the same choice of
+    # sparse or dense as the scan.
     rng = np.random.default_rng(6)
     n = 60
-    X = np.c_[np.eye(10)[rng.integers(0, 10, n)], rng.normal(size=n)]  # 2 of 11 entries non-zero
-    X[:20] = rng.normal(size=(20, 11))  # dense rows
-    X.flags.writeable = False
-    for rows in (np.arange(20, 60, 3), np.arange(0, 20), np.r_[0:5, 20:60]):
-        F = row_sums._rest_rows(X, rows)
-        dense = X[rows]
-        assert sparse.issparse(F) == (np.count_nonzero(dense) <= row_sums._SPARSE_DENSITY * dense.size)
-        want = sparse.csr_matrix(dense) if sparse.issparse(F) else dense
-        for a in ("data", "indices", "indptr") if sparse.issparse(F) else ():
-            np.testing.assert_array_equal(getattr(F, a), getattr(want, a))
-        if not sparse.issparse(F):
-            np.testing.assert_array_equal(F, want)
-    kept = row_sums._design_csr(X, build=False)
-    assert kept is not None and kept.nnz == np.count_nonzero(X)
-    row_sums._rest_rows(X, np.arange(30, 50))
-    assert row_sums._design_csr(X, build=False) is kept  # made once
-    Y = X.copy()  # writeable: it may change, so it is converted row by row and not kept
-    np.testing.assert_array_equal(row_sums._rest_rows(Y, np.arange(20, 60)).toarray(), Y[20:])
-    assert row_sums._design_csr(Y, build=False) is None
-    del X, kept
-    gc.collect()
-    assert row_sums._CSR[0] is None  # dropped with its design
+    X0 = np.c_[np.eye(10)[rng.integers(0, 10, n)], rng.normal(size=n)]  # 3 of 12 entries non-zero
+    X0[:20] = rng.normal(size=(20, 11))  # dense rows
+    with augmented_design_cache():
+        X = augment(X0, True)
+        for rows in (np.arange(20, 60, 3), np.arange(0, 20), np.r_[0:5, 20:60]):
+            F = row_sums._rest_rows(X, rows)
+            dense = X[rows]
+            assert sparse.issparse(F) == (np.count_nonzero(dense) <= row_sums._SPARSE_DENSITY * dense.size)
+            want = sparse.csr_matrix(dense) if sparse.issparse(F) else dense
+            for a in ("data", "indices", "indptr") if sparse.issparse(F) else ():
+                np.testing.assert_array_equal(getattr(F, a), getattr(want, a))
+            if not sparse.issparse(F):
+                np.testing.assert_array_equal(F, want)
+        kept = design_csr(X, build=False)
+        assert kept is not None and kept.nnz == np.count_nonzero(X)
+        row_sums._rest_rows(X, np.arange(30, 50))
+        assert design_csr(X, build=False) is kept  # made once
+        Y = X.copy()  # not the kept design: it may change, so it is converted row by row and not kept
+        np.testing.assert_array_equal(row_sums._rest_rows(Y, np.arange(20, 60)).toarray(), Y[20:])
+        assert design_csr(Y, build=False) is None
+        del X0, X, kept
+        gc.collect()
+        assert terms._AUGMENTED[0] is None  # dropped with its design
 
 
 def test_closed_form_bounds_the_exact_distance_with_split_row_sums(monkeypatch):

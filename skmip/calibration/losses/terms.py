@@ -21,13 +21,14 @@ from collections.abc import Callable
 from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
+from scipy import sparse
 
 from skmip.calibration.losses.mismatch import ObjectiveMismatch
 
 __all__ = [
     "GLMTerms", "MultiMarginTerms", "LossBlock", "RowGradients", "SmoothLoss", "gradient_sum",
     "softmax_terms", "augmented_design_cache", "augment", "weighted_gram", "row_weights",
-    "check_fixed_class_weight",
+    "check_fixed_class_weight", "design_csr",
 ]
 
 #: The public entry point whose error messages these are (:func:`skmip.calibration.swap.estimate_swap_deltas`).
@@ -292,10 +293,24 @@ def augment(X, fit_intercept):
         ref = weakref.ref(X)
     except TypeError:  # an object without weak references: no caching
         return Xa
-    _AUGMENTED[0] = (ref, X.shape, Xa)
+    _AUGMENTED[0] = (ref, X.shape, Xa, None)  # None: no CSR copy yet (design_csr)
     # Forget it with X, so that no copy of the data outlives the fit.
     weakref.finalize(X, _forget_augmented, ref)
     return Xa
+
+
+def design_csr(Xa, build=True):
+    """The CSR copy of ``Xa`` where ``Xa`` is the augmented design :func:`augment` keeps in an
+    open :func:`augmented_design_cache` (read-only: it cannot change while kept), made on the
+    first request with ``build`` and dropped with the design; ``None`` for any other array, or
+    before a copy is made. For the sparse (one-hot) products of the rounds' row sums: one
+    conversion per calibration, then slices by rows."""
+    cached = _AUGMENTED[0]
+    if cached is None or cached[2] is not Xa:
+        return None
+    if cached[3] is None and build:
+        cached = _AUGMENTED[0] = cached[:3] + (sparse.csr_matrix(Xa),)
+    return cached[3]
 
 
 def _forget_augmented(ref):

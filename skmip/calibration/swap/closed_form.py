@@ -35,6 +35,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.base import clone
 
+from skmip.bounds.rounding import UNIT_ROUNDOFF, relative_error
 from skmip.utils.validation import check_int
 
 from skmip.calibration.swap._result import SwapDeltas
@@ -48,10 +49,9 @@ _OWNER = "statistic_swap_deltas"
 _MAX_PAIRS = 2**24
 #: Targets per block of the pairwise computations (memory block * n_distinct).
 _BLOCK = 256
-#: Unit roundoff of float64, and a factor that covers the roundings of a square root, two
-#: sums and a division (each relative at most u) in a computed distance.
-_U = 2.0**-53
-_UP = 1.0 + 8.0 * _U
+#: A factor that covers the roundings of a square root, two sums and a division (each
+#: relative at most u) in a computed distance.
+_UP = 1.0 + 8.0 * UNIT_ROUNDOFF
 
 
 def _group(rows):
@@ -157,7 +157,7 @@ def statistic_swap_deltas(
             value = np.where(differs, np.inf, value)
         return SwapDeltas(whitener.outward(value)[:, None, None], k, "closed_form", "jensen", target_counts=counts)
     dist = np.empty((u, 1, u))
-    gamma = _gamma(2 * W.shape[1] + 9)
+    gamma = relative_error(2 * W.shape[1] + 9)
     for start in range(0, u, _BLOCK):
         stop = min(start + _BLOCK, u)
         # ||w_i - w_j||^2 in its Gram form, with its rounding: at most gamma (s_i + s_j), doubled.
@@ -174,11 +174,6 @@ def statistic_swap_deltas(
                       target_counts=counts)
 
 
-def _gamma(m):
-    """:math:`\\gamma_m = mu/(1 - mu)`, the relative rounding of a sum of ``m`` products."""
-    return m * _U / (1.0 - m * _U)
-
-
 def _jensen_values(W, err, sq, counts, n, k):
     r"""Per distinct row, an upper bound on :math:`\sqrt{\mathbb{E}_e\|L^{-1}(\phi(x^*) - \phi(e))\|^2}/k`
     (before :meth:`~.whitening._Whitener.outward`), from
@@ -192,7 +187,7 @@ def _jensen_values(W, err, sq, counts, n, k):
     total = counts @ W
     numerator = counts @ sq - 2.0 * W @ total + n * sq
     size = counts @ sq + 2.0 * np.abs(W) @ (counts @ np.abs(W)) + n * sq
-    slack = 2.0 * _gamma(W.shape[1] + W.shape[0] + 4) * size
+    slack = 2.0 * relative_error(W.shape[1] + W.shape[0] + 4) * size
     mean_sq = (np.maximum(numerator, 0.0) + slack) / (n - 1)
     return (np.sqrt(mean_sq) + err + err.max(initial=0.0)) * _UP / k
 

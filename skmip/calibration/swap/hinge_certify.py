@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
+from skmip.bounds.rounding import UNIT_ROUNDOFF as _U
 from skmip.calibration.swap.certify import RELEASE_TOL
 from skmip.calibration.swap.multi_certify import gradient_rounding
 from skmip.calibration.swap.stacks import _solve_cholesky
@@ -46,7 +47,6 @@ _SOLVE_ELEMENTS = 2**22
 #: A pair whose bound exceeds its estimate by more than this fraction (plus 1% of the fit's
 #: median estimate) is solved exactly.
 _FALLBACK_RTOL = 0.1
-_U = 2.0**-53
 #: A block of a loose pair is solved exactly unless its own term at the estimate is at most this
 #: fraction of the pair's estimate (plus the fit's floor), rounding: the bound then exceeds the
 #: exact distance by at most ``2 sqrt(K)`` times it besides the fit's own error and the releases'

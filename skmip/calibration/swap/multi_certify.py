@@ -34,10 +34,9 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
+from skmip.bounds.rounding import UNIT_ROUNDOFF as _U
 from skmip.calibration.swap.certify import RELEASE_TOL, FitCertificate, ball_radius
 
-#: Unit roundoff of float64.
-_U = 2.0**-53
 #: Elements of one (rows x pairs x K) array of the gradients.
 _ROW_ELEMENTS = 2**21
 #: Steps after the certificate at the estimate, for the pairs whose certificate is not yet tight.

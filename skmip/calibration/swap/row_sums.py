@@ -8,12 +8,14 @@ of :math:`H` that :meth:`skmip.calibration.swap.certify.FitCertificate.pair_boun
 
 from __future__ import annotations
 
-import weakref
 from types import SimpleNamespace
 
 import numpy as np
 from scipy import sparse
 from scipy.linalg import blas
+
+from skmip.bounds.rounding import UNIT_ROUNDOFF as _U
+from skmip.calibration.losses.terms import design_csr
 
 #: Largest |S| n D spent on the exact part of :class:`RowSums` per fit (all of H where k n D
 #: fits; else the D rows, or more within this budget, that dominate the bounds).
@@ -24,8 +26,6 @@ _SUMS_ELEMENTS = 2**19
 _SUMS_CHUNK = 2**14
 #: Rows of H kept sparse (CSR) by :class:`_Rest` at most this share of non-zero entries.
 _SPARSE_DENSITY = 0.3
-#: Unit roundoff of float64.
-_U = 2.0**-53
 
 
 def _column_sums(weights, M):
@@ -101,52 +101,22 @@ def _rest_rows(features, rows):
     """``features[rows]`` as a CSR matrix where at most ``_SPARSE_DENSITY`` of its entries are
     non-zero (one-hot columns: the products with it then cost O(non-zeros)), else dense.
 
-    A read-only ``features`` that owns its memory (the engines' augmented design,
-    :func:`~skmip.calibration.losses.terms.augment`) cannot change while it lives: its CSR
-    copy is made once and sliced by rows for every fit (the same matrix as converting the
-    rows, without scanning them dense every fit); the density test reads the rows'
-    non-zeros from it."""
-    csr = _design_csr(features, build=False)
+    Where ``features`` is the engines' augmented design kept for the calibration
+    (:func:`~skmip.calibration.losses.terms.design_csr`), its one CSR copy is sliced by rows for
+    every fit (the same matrix as converting the rows, without scanning them dense every fit),
+    and the density test reads the rows' non-zeros from it."""
+    csr = design_csr(features, build=False)
     if csr is None:
         F = features[rows]
         if not (F.size and np.count_nonzero(F) <= _SPARSE_DENSITY * F.size):
             return F
-        csr = _design_csr(features, build=True)
+        csr = design_csr(features, build=True)
         if csr is None:
             return sparse.csr_matrix(F)
     size = rows.size * features.shape[1]
     if size and int((csr.indptr[rows + 1] - csr.indptr[rows]).sum()) <= _SPARSE_DENSITY * size:
         return csr[rows]
     return features[rows]
-
-
-#: ``(weak reference to a read-only design, its CSR copy)`` of the last design
-#: :func:`_rest_rows` kept sparse.
-_CSR = [None]
-
-
-def _design_csr(features, build):
-    """The kept CSR copy of ``features`` (made here with ``build``), or ``None`` where it is
-    not kept (no copy yet, or an array that may change: writeable, or a view)."""
-    cached = _CSR[0]
-    if cached is not None and cached[0]() is features:
-        return cached[1]
-    if not build or features.flags.writeable or not features.flags.owndata:
-        return None
-    csr = sparse.csr_matrix(features)
-    try:
-        ref = weakref.ref(features)
-    except TypeError:  # no weak references: not kept
-        return csr
-    _CSR[0] = (ref, csr)
-    weakref.finalize(features, _forget_csr, ref)  # no copy of the data outlives the design
-    return csr
-
-
-def _forget_csr(ref):
-    cached = _CSR[0]
-    if cached is not None and cached[0] is ref:
-        _CSR[0] = None
 
 
 class _Rest:

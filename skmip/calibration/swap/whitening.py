@@ -5,10 +5,9 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
+from skmip.bounds.rounding import UNIT_ROUNDOFF as _U, relative_error, round_up
 from skmip.calibration.swap._common import _OWNER
 
-#: Unit roundoff of float64.
-_U = 2.0**-53
 #: Largest bound on the whitening's relative rounding accepted (the distances then grow by at
 #: most 1 + 2 * _MAX_DEFECT): beyond it the scale is refused as ill-conditioned.
 _MAX_DEFECT = 1e-6
@@ -83,7 +82,7 @@ class _Whitener:
         changed."""
         diff = np.asarray(diff, dtype=np.float64)
         W, err = self.images(diff.reshape(-1, self.size))
-        out = np.linalg.norm(W, axis=-1) * (1.0 + 2.0 * (self.size + 2) * _U) + err
+        out = np.linalg.norm(W, axis=-1) * (1.0 + relative_error(2 * (self.size + 2))) + err
         out = out.reshape(diff.shape[:-1])
         if self.diagonal and self.zero.any():
             out = np.where((diff[..., self.zero] != 0).any(axis=-1), np.inf, out)
@@ -92,8 +91,9 @@ class _Whitener:
     def outward(self, distances):
         r"""Upper bounds on distances in the exact whitening (:math:`L^{-1}`, :math:`1/w`) from
         ``distances`` computed with the rounded one: :math:`d\,(1 + 2\delta + 4u)`, rounded
-        up (:math:`1/(1 - \delta) \le 1 + 2\delta` for :math:`\delta \le 1/2`; the product's
-        rounding is covered by :math:`4u` and one step up). Zeros and ``inf`` stay as they are.
+        up (:func:`skmip.bounds.rounding.round_up`; :math:`1/(1 - \delta) \le 1 + 2\delta` for
+        :math:`\delta \le 1/2`, and the pad's own rounding is covered by :math:`4u` and the step
+        up). Zeros and ``inf`` stay as they are.
 
         Examples
         --------
@@ -101,9 +101,7 @@ class _Whitener:
         >>> float(w.outward(np.array([1.0]))[0]) > 1.0, float(w.outward(np.array([0.0]))[0])
         (True, 0.0)
         """
-        d = np.asarray(distances, dtype=np.float64)
-        up = np.nextafter(d * (1.0 + 2.0 * self.defect + 4.0 * _U), np.inf)
-        return np.where(d > 0, up, d)
+        return np.asarray(round_up(distances, rel_err=2.0 * self.defect + 4.0 * _U))
 
     def images(self, F):
         r"""``(W, err)``: the whitened rows ``W = fl(X f_i)`` of ``F`` (n, D) and per row an upper
@@ -116,9 +114,8 @@ class _Whitener:
         if self.diagonal:
             W = F * self.inv
             return W, 2.0 * _U * np.linalg.norm(W, axis=-1)
-        gamma = self.size * _U / (1.0 - self.size * _U)
         W = F @ self.linv.T
-        return W, 2.0 * gamma * np.linalg.norm(np.abs(F) @ np.abs(self.linv).T, axis=-1)
+        return W, 2.0 * relative_error(self.size) * np.linalg.norm(np.abs(F) @ np.abs(self.linv).T, axis=-1)
 
     def apply(self, V, index, out=None):
         """Whiten rows of ``V`` given in the coordinates ``index`` of one block; a vector scale
