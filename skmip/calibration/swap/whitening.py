@@ -139,11 +139,12 @@ def _inverse_defect(L, X):
     :math:`|\mathrm{fl}(XL) - XL| \le \gamma_D |X||L|` (:math:`\gamma_D = Du_e/(1 - Du_e)`) and
     the subtraction from :math:`I` rounds each entry by a factor :math:`1 + \epsilon`,
     :math:`|\epsilon| \le u_e`, so :math:`\|E\|_2 \le \|E\|_F \le \|\mathrm{fl}(I - XL)\|_F/(1 - u_e)
-    + \gamma_D \||X||L|\|_F` (and :math:`1/(1 - u_e) \le 1 + 2u_e`); the Frobenius norms, the
-    product of the non-negative :math:`|X||L|` and the sum are themselves rounded, which the
-    factor :math:`1 + 4(D^2 + D + 4)u_e` covers (each a sum of at most :math:`D^2`
-    non-negative terms, relative error below :math:`(D^2 + 1)u_e` each, and
-    :math:`1/(1 - \gamma_D)`); the result is rounded up to float64.
+    + \gamma_D \||X||L|\|_F` (and :math:`1/(1 - u_e) \le 1 + 2u_e`); the first norm and the sum
+    are rounded in the wide type, which the factor :math:`1 + 4(D^2 + D + 4)u_e` covers (a sum of
+    at most :math:`D^2` non-negative terms, relative error below :math:`(D^2 + 1)u_e`). The
+    non-negative :math:`|X||L|` needs no extended precision: it and its norm are formed in float64
+    (BLAS), at least :math:`1 - \gamma^{(64)}_D` and :math:`1 - \gamma^{(64)}_{D^2 + 1}` times
+    their exact values, so they are divided by both. The result is rounded up to float64.
 
     Examples
     --------
@@ -155,11 +156,10 @@ def _inverse_defect(L, X):
     wide = np.longdouble if np.finfo(np.longdouble).eps < np.finfo(np.float64).eps else np.float64
     u = np.finfo(wide).eps / 2
     D = L.shape[0]
-    Lw, Xw = np.asarray(L, dtype=wide), np.asarray(X, dtype=wide)
+    Lw, Xw = np.asarray(L, dtype=wide), np.asarray(X, dtype=wide)  # exact conversions
     gamma = D * u / (1 - D * u)
     residual = np.eye(D, dtype=wide) - Xw @ Lw
-    size = np.abs(Xw) @ np.abs(Lw)
-    norm = lambda A: np.sqrt((A * A).sum())  # noqa: E731  (in the wide type)
-    bound = (1 + 2 * u) * norm(residual) + gamma * norm(size) / (1 - gamma)
+    size = np.linalg.norm(np.abs(X) @ np.abs(L)) / ((1.0 - relative_error(D)) * (1.0 - relative_error(D * D + 1)))
+    bound = (1 + 2 * u) * np.sqrt((residual * residual).sum()) + gamma * wide(size) / (1 - gamma)
     bound = bound * (1 + 4 * (D * D + D + 4) * u)
     return float(np.nextafter(np.float64(bound), np.inf))
